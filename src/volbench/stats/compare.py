@@ -1,0 +1,310 @@
+"""Compare a candidate layout with a baseline and give one verdict.
+
+Method (see docs/statistics.md):
+
+* Effect: the ratio candidate / baseline. When every value is positive it is the ratio
+  of geometric means, from Welch's t test on log-values: ratio = exp(d), interval
+  exp(d ± t·se). Benchmark results are positive and right-skewed, and their differences
+  are relative, which is what logs make additive. If any value is zero or negative, logs
+  do not exist, so the test runs on the raw values and the difference of means is turned
+  into a ratio by dividing by the baseline mean (treated as fixed; the interval then
+  ignores the baseline mean's own uncertainty, a documented approximation).
+* Verdict, first rule that applies:
+  1. EQUIVALENT when the (1 - 2·alpha) interval (90 %) lies inside the band
+     (1 - threshold, 1 + threshold): the two one-sided tests (TOST, Schuirmann 1987)
+     both reject at alpha. A significant difference whose whole 90 % interval lies
+     inside the band is EQUIVALENT too ("no difference beyond ±T %": real but too small
+     to matter); `significant` stays True.
+  2. BETTER or WORSE when the (1 - alpha) interval (95 %) excludes ratio 1; the
+     direction follows `higher_is_better`.
+  3. INCONCLUSIVE otherwise, with an estimate of the runs per side that would decide.
+* With fewer than 2 values on a side nothing can be estimated: INCONCLUSIVE with
+  `runs_needed` = MIN_RUNS (3).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from volbench.stats.distributions import t_quantile, t_sf
+from volbench.stats.ranks import mann_whitney
+from volbench.stats.summary import Interval
+from volbench.stats.validation import StatisticsInputError, check_probability, finite_sample
+from volbench.stats.welch import WelchTest, welch_t_test
+
+MIN_RUNS = 3
+DEFAULT_MAX_RUNS = 1000
+
+
+class Verdict(enum.StrEnum):
+    BETTER = "better"
+    WORSE = "worse"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Scale(enum.StrEnum):
+    """How the ratio was estimated: from log-values, or from raw values (zeros/negatives)."""
+
+    LOG = "log"
+    RAW = "raw"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate versus baseline for one metric.
+
+    `ratio` is candidate / baseline (geometric means on the LOG scale, arithmetic means on
+    the RAW scale); `ratio_ci` its (1 - alpha) interval, `equivalence_ci` its (1 - 2·alpha)
+    interval used for equivalence. `p_value` is Welch's two-sided p for "no difference",
+    `equivalence_p_value` the TOST p for "difference beyond the threshold";
+    `mann_whitney_p` is a distribution-free second opinion. `runs_needed` (INCONCLUSIVE
+    only) is the estimated total number of runs per side that would decide; when
+    `runs_needed_capped` is True, not even `runs_needed` runs would, at the current spread.
+    Interval and p fields are None when a side has fewer than 2 values.
+    """
+
+    verdict: Verdict
+    higher_is_better: bool
+    ratio: float
+    ratio_ci: Interval | None
+    equivalence_ci: Interval | None
+    p_value: float | None
+    equivalence_p_value: float | None
+    mann_whitney_p: float
+    significant: bool
+    df: float | None
+    scale: Scale
+    threshold: float
+    alpha: float
+    n_candidate: int
+    n_baseline: int
+    runs_needed: int | None
+    runs_needed_capped: bool = False
+
+    @property
+    def change_pct(self) -> float:
+        """Signed relative change of the candidate, in percent ((ratio - 1) · 100)."""
+        return (self.ratio - 1.0) * 100.0
+
+
+@dataclass(frozen=True)
+class _Effect:
+    """Both samples on the scale where the test runs, and how to read a difference there."""
+
+    scale: Scale
+    candidate: list[float]
+    baseline: list[float]
+    band: tuple[float, float]  # equivalence band for the difference on this scale
+    baseline_mean: float
+
+    def to_ratio(self, difference: float) -> float:
+        if self.scale is Scale.LOG:
+            return math.exp(difference)
+        return 1.0 + difference / self.baseline_mean
+
+    def ratio_interval(self, welch: WelchTest, level: float) -> Interval:
+        low, high = welch.interval(level)
+        return Interval(self.to_ratio(low), self.to_ratio(high), level)
+
+
+def _effect(candidate: list[float], baseline: list[float], threshold: float) -> _Effect:
+    baseline_mean = statistics.fmean(baseline)
+    if all(v > 0.0 for v in candidate) and all(v > 0.0 for v in baseline):
+        band = (math.log1p(-threshold), math.log1p(threshold))
+        logs_c = [math.log(v) for v in candidate]
+        logs_b = [math.log(v) for v in baseline]
+        return _Effect(Scale.LOG, logs_c, logs_b, band, baseline_mean)
+    if baseline_mean <= 0.0:
+        raise StatisticsInputError(
+            f"baseline mean is {baseline_mean!r}: a relative comparison needs a positive "
+            "baseline; compare absolute differences for metrics that can be zero or negative"
+        )
+    band = (-threshold * baseline_mean, threshold * baseline_mean)
+    return _Effect(Scale.RAW, candidate, baseline, band, baseline_mean)
+
+
+def _check_settings(threshold: float, alpha: float, max_runs: int) -> None:
+    check_probability(threshold, "threshold")
+    check_probability(alpha, "alpha", high=0.5)
+    if max_runs < MIN_RUNS:
+        raise StatisticsInputError(f"max_runs must be at least {MIN_RUNS}, got {max_runs}")
+
+
+def _decides(
+    n: int, difference: float, var_c: float, var_b: float, band: tuple[float, float], alpha: float
+) -> bool:
+    """Would n runs per side decide, if the effect and spreads stayed as observed?"""
+    se = math.sqrt((var_c + var_b) / n)
+    if se == 0.0:
+        return True
+    # Welch-Satterthwaite df for n values per side.
+    df = (n - 1) * (var_c + var_b) ** 2 / (var_c * var_c + var_b * var_b)
+    equivalence_half = t_quantile(1.0 - alpha, df) * se
+    if band[0] < difference - equivalence_half and difference + equivalence_half < band[1]:
+        return True
+    return abs(difference) > t_quantile(1.0 - alpha / 2.0, df) * se
+
+
+def _runs_to_decide(effect: _Effect, alpha: float, max_runs: int) -> int | None:
+    """Smallest n per side (2..max_runs) that `_decides`, or None if even max_runs does not.
+
+    Both the interval half-width and the t quantile shrink as n grows, so `_decides` is
+    monotone in n and a bisection finds the boundary.
+    """
+    difference = statistics.fmean(effect.candidate) - statistics.fmean(effect.baseline)
+    var_c = statistics.variance(effect.candidate)
+    var_b = statistics.variance(effect.baseline)
+
+    def decides(n: int) -> bool:
+        return _decides(n, difference, var_c, var_b, effect.band, alpha)
+
+    if not decides(max_runs):
+        return None
+    low, high = 1, max_runs  # decides(high) holds; low is "not known to decide"
+    while high - low > 1:
+        middle = (low + high) // 2
+        if decides(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def runs_needed(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    threshold: float = 0.02,
+    alpha: float = 0.05,
+    max_runs: int = DEFAULT_MAX_RUNS,
+) -> int:
+    """Estimated runs per side at which the comparison would be decided.
+
+    Projects the observed effect and spreads to n runs per side and returns the smallest n
+    at which the 90 % interval fits inside the equivalence band or the 95 % interval
+    excludes 1, whichever comes first. It is an estimate: the spread estimated from few
+    runs is itself uncertain. Returns MIN_RUNS when a side has fewer than 2 values and
+    `max_runs` when even that many would not decide.
+    """
+    c = finite_sample(candidate, "candidate")
+    b = finite_sample(baseline, "baseline")
+    _check_settings(threshold, alpha, max_runs)
+    if min(len(c), len(b)) < 2:
+        return MIN_RUNS
+    needed = _runs_to_decide(_effect(c, b, threshold), alpha, max_runs)
+    return max_runs if needed is None else max(needed, MIN_RUNS)
+
+
+def _tost_p(welch: WelchTest, band: tuple[float, float]) -> float:
+    """p-value of the two one-sided tests: max of the two one-sided p-values."""
+    d, se = welch.difference, welch.standard_error
+    if se == 0.0:
+        return 0.0 if band[0] < d < band[1] else 1.0
+    return max(t_sf((d - band[0]) / se, welch.df), t_sf((band[1] - d) / se, welch.df))
+
+
+def _classify(
+    welch: WelchTest, effect: _Effect, alpha: float, higher_is_better: bool
+) -> tuple[Verdict, bool]:
+    """Apply the rule order (equivalence, then significance) on the test's own scale."""
+    low, high = welch.interval(1.0 - alpha)
+    significant = low > 0.0 or high < 0.0
+    equivalence_low, equivalence_high = welch.interval(1.0 - 2.0 * alpha)
+    if effect.band[0] < equivalence_low and equivalence_high < effect.band[1]:
+        return Verdict.EQUIVALENT, significant
+    if significant:
+        improved = (welch.difference > 0.0) == higher_is_better
+        return (Verdict.BETTER if improved else Verdict.WORSE), significant
+    return Verdict.INCONCLUSIVE, significant
+
+
+def compare(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    threshold: float = 0.02,
+    alpha: float = 0.05,
+    max_runs: int = DEFAULT_MAX_RUNS,
+) -> Comparison:
+    """Compare two samples of one metric; see the module docstring for the method."""
+    c = finite_sample(candidate, "candidate")
+    b = finite_sample(baseline, "baseline")
+    _check_settings(threshold, alpha, max_runs)
+    effect = _effect(c, b, threshold)
+    fewest = min(len(c), len(b))
+    welch = welch_t_test(effect.candidate, effect.baseline) if fewest >= 2 else None
+    verdict, significant = Verdict.INCONCLUSIVE, False
+    runs: int | None = MIN_RUNS
+    capped = False
+    if welch is not None:
+        verdict, significant = _classify(welch, effect, alpha, higher_is_better)
+        runs = None
+        if verdict is Verdict.INCONCLUSIVE:
+            estimate = _runs_to_decide(effect, alpha, max_runs)
+            capped = estimate is None
+            runs = max_runs if estimate is None else max(estimate, fewest + 1)
+    point = statistics.fmean(effect.candidate) - statistics.fmean(effect.baseline)
+    return Comparison(
+        verdict=verdict,
+        higher_is_better=higher_is_better,
+        ratio=effect.to_ratio(point),
+        ratio_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - alpha),
+        equivalence_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - 2 * alpha),
+        p_value=None if welch is None else welch.p_value,
+        equivalence_p_value=None if welch is None else _tost_p(welch, effect.band),
+        mann_whitney_p=mann_whitney(c, b).p_value,
+        significant=significant,
+        df=None if welch is None else welch.df,
+        scale=effect.scale,
+        threshold=threshold,
+        alpha=alpha,
+        n_candidate=len(c),
+        n_baseline=len(b),
+        runs_needed=runs,
+        runs_needed_capped=capped,
+    )
+
+
+def is_decided(comparison: Comparison) -> bool:
+    """True once the verdict is BETTER, WORSE or EQUIVALENT: adaptive repetition can stop."""
+    return comparison.verdict is not Verdict.INCONCLUSIVE
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
+    """One line for a report, e.g. "latency lower by 12.3 % [9.8, 14.9] — better".
+
+    EQUIVALENT reads "no difference beyond ±2 %"; INCONCLUSIVE says how many more runs
+    would decide ("inconclusive — about 7 more runs needed (10 per side)").
+    """
+    c = comparison
+    label = metric_label.strip()
+    prefix = f"{label}: " if label else ""
+    if c.verdict is Verdict.EQUIVALENT:
+        return f"{prefix}no difference beyond ±{c.threshold * 100:g} %"
+    if c.verdict is Verdict.INCONCLUSIVE:
+        runs = c.runs_needed if c.runs_needed is not None else MIN_RUNS
+        if c.runs_needed_capped:
+            return f"{prefix}inconclusive — more than {runs} runs per side needed"
+        more = max(1, runs - min(c.n_candidate, c.n_baseline))
+        plural = "run" if more == 1 else "runs"
+        return f"{prefix}inconclusive — about {more} more {plural} needed ({runs} per side)"
+    if c.ratio_ci is None:  # only hand-built Comparisons get here
+        raise StatisticsInputError("a BETTER/WORSE comparison must carry ratio_ci")
+    direction = "higher" if c.ratio > 1.0 else "lower"
+    bounds = sorted(abs(r - 1.0) * 100.0 for r in (c.ratio_ci.low, c.ratio_ci.high))
+    magnitude = abs(c.ratio - 1.0) * 100.0
+    subject = f"{label} " if label else ""
+    return (
+        f"{subject}{direction} by {_pct(magnitude)} % [{_pct(bounds[0])}, {_pct(bounds[1])}]"
+        f" — {c.verdict.value}"
+    )

@@ -1,0 +1,58 @@
+"""Latency histograms: merge across repetitions, then read percentiles.
+
+Percentiles cannot be averaged: the mean of two runs' p99 is not the p99 of the two runs
+together. fio's json+ output carries the full latency histogram (`clat_ns.bins`: bin value
+→ count), so repetitions are merged by adding counts and percentiles are read from the
+merged histogram.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+
+from volbench.stats.validation import StatisticsInputError
+
+
+def merge_histograms(histograms: Iterable[Mapping[float, int]]) -> dict[float, int]:
+    """Add the counts of histograms that share bin values; the result is sorted by bin."""
+    merged: dict[float, int] = {}
+    for number, bins in enumerate(histograms):
+        for value, count in bins.items():
+            if not math.isfinite(value):
+                raise StatisticsInputError(f"histogram {number} has a bin at {value!r}")
+            if count < 0 or int(count) != count:
+                raise StatisticsInputError(
+                    f"histogram {number} has count {count!r} at bin {value}: counts must be "
+                    "non-negative integers"
+                )
+            merged[float(value)] = merged.get(float(value), 0) + int(count)
+    return dict(sorted(merged.items()))
+
+
+def percentile_from_histogram(bins: Mapping[float, int], p: float) -> float:
+    """The p-th percentile (0 <= p <= 100) of a histogram, with fio's convention.
+
+    fio (stat.c, calc_clat_percentiles) walks the bins in ascending order, adding counts,
+    and reports the first bin value at which the running count reaches p/100 · total. That
+    is the nearest-rank definition: the smallest recorded value v with at least p % of
+    the samples <= v. Bins with count 0 are skipped (fio's json+ lists none), so p = 0 is
+    the smallest recorded value. `p` is read as the decimal it prints as (99.9 is 999/10
+    exactly), so 99.9 of 1000 samples is the 999th, not the 1000th through binary rounding.
+    """
+    if not (0.0 <= p <= 100.0):
+        raise StatisticsInputError(f"percentile must be between 0 and 100, got {p!r}")
+    merged = merge_histograms([bins])
+    total = sum(merged.values())
+    if total == 0:
+        raise StatisticsInputError("histogram has no samples; cannot read a percentile")
+    target = Fraction(repr(float(p))) * total / 100
+    running = 0
+    for value, count in merged.items():
+        if count == 0:
+            continue
+        running += count
+        if running >= target:
+            return value
+    raise AssertionError("unreachable: the running count ends at the total")  # pragma: no cover

@@ -1,0 +1,117 @@
+"""Descriptive summary of one sample: centre, spread, and confidence intervals."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from volbench.stats.distributions import binomial_half_cdf, t_quantile
+from volbench.stats.validation import check_probability, finite_sample
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] and the confidence level it carries.
+
+    For the mean the level is the nominal one asked for; for the median it is the exact
+    coverage reached by the order statistics, which is at least the one asked for.
+    """
+
+    low: float
+    high: float
+    level: float
+
+    def __contains__(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Summary of a sample of repeated measurements.
+
+    `stdev` is the sample standard deviation (n - 1 in the denominator) and is 0.0 for a
+    single value, where there is no spread to estimate. `cv` is stdev / |mean| (None when
+    the mean is 0). `mean_ci` is None for n = 1; `median_ci` is None while n is too small
+    for the order statistics to reach the requested confidence (n < 6 at 95 %).
+    """
+
+    n: int
+    mean: float
+    median: float
+    min: float
+    max: float
+    stdev: float
+    cv: float | None
+    mean_ci: Interval | None
+    median_ci: Interval | None
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
+    """Student-t interval of the mean: mean ± t_{(1+c)/2, n-1} · s / sqrt(n); None if n < 2.
+
+    Assumes independent runs and a roughly normal sampling distribution of the mean (the
+    central limit theorem makes this mild for moderate n). Zero spread gives [mean, mean].
+    """
+    sample = finite_sample(values)
+    check_probability(confidence, "confidence")
+    n = len(sample)
+    if n < 2:
+        return None
+    mean = statistics.fmean(sample)
+    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * statistics.stdev(sample) / math.sqrt(n)
+    return Interval(mean - half, mean + half, confidence)
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
+    """Distribution-free interval of the median from order statistics.
+
+    The interval [x_(k), x_(n-k+1)] (1-based, sorted) covers the population median with
+    probability 1 - 2·P(B <= k-1), B ~ Binomial(n, 1/2), for any continuous distribution
+    (Conover, *Practical Nonparametric Statistics*, 3rd ed., 1999, §3.2). We take the
+    largest k whose coverage still reaches `confidence`; `level` reports the exact
+    coverage. Returns None when even [min, max] falls short (n < 6 at 95 %), rather
+    than presenting [min, max] as a 95 % interval it is not.
+    """
+    sample = sorted(finite_sample(values))
+    check_probability(confidence, "confidence")
+    n = len(sample)
+    alpha = 1.0 - confidence
+
+    def reaches(k: int) -> bool:
+        return 2.0 * binomial_half_cdf(k - 1, n) <= alpha
+
+    if not reaches(1):
+        return None
+    # Start near the normal-approximation answer, then walk to the exact one.
+    k = max(1, int((n - 1.96 * math.sqrt(n)) / 2.0))
+    while k > 1 and not reaches(k):
+        k -= 1
+    while k + 1 <= (n + 1) // 2 and reaches(k + 1):
+        k += 1
+    coverage = 1.0 - 2.0 * binomial_half_cdf(k - 1, n)
+    return Interval(sample[k - 1], sample[n - k], coverage)
+
+
+def summarize(values: Sequence[float], *, confidence: float = 0.95) -> Summary:
+    """Summarize repeated measurements of one metric; raises on empty or non-finite input."""
+    sample = finite_sample(values)
+    check_probability(confidence, "confidence")
+    mean = statistics.fmean(sample)
+    stdev = statistics.stdev(sample) if len(sample) > 1 else 0.0
+    return Summary(
+        n=len(sample),
+        mean=mean,
+        median=statistics.median(sample),
+        min=min(sample),
+        max=max(sample),
+        stdev=stdev,
+        cv=stdev / abs(mean) if mean != 0.0 else None,
+        mean_ci=mean_interval(sample, confidence),
+        median_ci=median_interval(sample, confidence),
+    )

@@ -1,0 +1,44 @@
+"""Input checks shared by every statistic: one place decides what a valid sample is."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from volbench.errors import VolbenchError
+
+
+class StatisticsInputError(VolbenchError, ValueError):
+    """A statistic was asked of data it cannot describe (empty, NaN, wrong shape).
+
+    It is a `ValueError` too, so callers that only know the standard library can catch it.
+    """
+
+
+def finite_sample(values: Sequence[float], name: str = "values") -> list[float]:
+    """Return `values` as a list of floats, refusing empty input and NaN or infinity.
+
+    A NaN usually means a failed run slipped into the results; it must be dropped (and
+    the failure reported) before statistics are computed, never averaged in silently.
+    """
+    sample = [float(v) for v in values]
+    if not sample:
+        raise StatisticsInputError(
+            f"{name} is empty: at least one measurement is needed; "
+            "check that the runs completed and produced this metric"
+        )
+    for index, value in enumerate(sample):
+        if not math.isfinite(value):
+            raise StatisticsInputError(
+                f"{name}[{index}] is {value!r}: measurements must be finite numbers; "
+                "drop failed runs before computing statistics"
+            )
+    return sample
+
+
+def check_probability(value: float, name: str, *, low: float = 0.0, high: float = 1.0) -> None:
+    """Refuse a level, fraction or probability outside the open interval (low, high)."""
+    if not (low < value < high) or math.isnan(value):
+        raise StatisticsInputError(
+            f"{name} must lie strictly between {low:g} and {high:g}, got {value!r}"
+        )
