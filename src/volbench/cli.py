@@ -1,0 +1,203 @@
+"""Command line: parse, call the library, print. The only place that exits."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from volbench import __version__, doctor, experiment, journal, report
+from volbench.defaults import default_experiment
+from volbench.errors import Interrupted, VolbenchError
+from volbench.importer import IMPORTERS, import_files
+from volbench.plan import make_plan
+from volbench.proc import command_line
+from volbench.progressbar import TerminalProgress
+from volbench.runner import preflight, run_experiment
+from volbench.store import Store
+from volbench.targets.base import Built
+from volbench.units import format_duration, format_size
+from volbench.workloads import KINDS as WORKLOAD_KINDS
+
+DEFAULT_DB = Path("volbench.db")
+EXIT_RUNS_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
+def _load(file: Path | None) -> tuple[experiment.Experiment, str | None]:
+    if file is None:
+        return default_experiment()
+    return experiment.load(file), None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    exp, note = _load(args.file)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    outcome = run_experiment(exp, db=args.db, resume=args.resume, repetitions=args.runs,
+                             progress=TerminalProgress(quiet=args.quiet))
+    with Store(args.db) as store:
+        rep = _report_for(store, [outcome.experiment_id])
+    print(report.render(rep, "table"), end="")
+    out = args.db.with_name(args.db.stem + "-report.md")
+    out.write_text(report.render(rep, "markdown"))
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items())) or "no runs"
+    skipped = f", {outcome.skipped} already done" if outcome.skipped else ""
+    print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
+    bad = sum(n for s, n in outcome.counts.items() if s != "ok") + len(outcome.failed_targets)
+    return EXIT_RUNS_FAILED if bad else 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    exp, note = _load(args.file)
+    if note:
+        print(f"note: {note}")
+    plan = make_plan(exp)
+    runs = plan.runs(args.runs)
+    print(f"experiment {exp.name}: {len(exp.targets)} target(s), {len(plan.cases)} case(s), "
+          f"{len(runs)} run(s), order {exp.order}, seed {plan.seed}")
+    print(f"estimated duration: {format_duration(plan.estimate(args.runs))}; "
+          f"loop devices at once: {plan.loop_devices()}; "
+          f"image space: {format_size(plan.disk_space())}")
+    for i, run in enumerate(runs, 1):
+        spec = exp.workload(run.workload)
+        placeholder = Built(run.target, exp.target(run.target).type,
+                            path=Path(f"<{run.target}>"), block_device=f"<{run.target}-dev>")
+        inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, placeholder, Path("<rundir>"))
+        tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
+        print(f"{i:4d} {tag:>4} {run.target:<16} {command_line(inv.argv)}")
+    try:
+        preflight(exp, plan)
+    except VolbenchError as exc:
+        print(f"warning: this plan cannot run here yet: {exc}")
+    return 0
+
+
+def _report_for(store: Store, ids: Sequence[int]) -> report.Report:
+    experiments = [store.experiment(i) for i in ids]
+    targets = [t for i in ids for t in store.targets(i)]
+    return report.build(experiments, targets, store.runs(ids))
+
+
+def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
+    rows = store.experiments()
+    if not rows:
+        raise VolbenchError(f"{store.path} holds no experiments yet; run one with volbench run")
+    if not wanted:
+        return [rows[-1].id]
+    if "all" in wanted:
+        return [r.id for r in rows]
+    ids = []
+    for w in wanted:
+        match = [r.id for r in rows if str(r.id) == w or r.name == w]
+        if not match:
+            raise VolbenchError(f"no experiment '{w}' in {store.path}; "
+                                "list them with volbench report --list")
+        ids.append(match[-1])
+    return ids
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    with Store(args.db, create=False) as store:
+        if args.list:
+            for row in store.experiments():
+                print(f"{row.id:4d}  {row.name:<24} {row.status:<12} "
+                      f"{store.count_runs(row.id)} runs")
+            return 0
+        rep = _report_for(store, _experiment_ids(store, args.experiment))
+    options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
+    text = report.render(rep, args.format, options)
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    with Store(args.db) as store:
+        exp_id, n = import_files(store, args.tool, args.target, args.files, args.workload)
+    print(f"imported {n} run(s) of {args.tool} as target {args.target} "
+          f"(experiment {exp_id}) into {args.db}")
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    removed, errors = journal.cleanup()
+    for line in removed:
+        print(f"removed {line}")
+    for line in errors:
+        print(f"could not remove {line}", file=sys.stderr)
+    if not removed and not errors:
+        print("nothing left behind by volbench")
+    return 1 if errors else 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    for check in doctor.checks(experiment.DEFAULT_WORKDIR):
+        mark = "ok " if check.ok else "-- "
+        extra = f"  (disables: {check.disables})" if check.disables else ""
+        print(f"{mark} {check.name:<24} {check.detail}{extra}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="volbench", description="Benchmark storage layouts with "
+                                "real tools, repeat with method, report what is real.")
+    p.add_argument("--version", action="version", version=f"volbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], text: str
+            ) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=text, description=text)
+        cmd.set_defaults(func=fn)
+        return cmd
+
+    run = add("run", cmd_run, "build the layouts, run the workloads, store and report")
+    run.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
+    run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    run.add_argument("--quiet", action="store_true", help="no progress output")
+    plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
+    plan.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
+    plan.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    rep = add("report", cmd_report, "report stored results")
+    rep.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    rep.add_argument("--format", choices=sorted(report.EXPORTERS), default="table")
+    rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
+    rep.add_argument("--experiment", action="append", metavar="ID|NAME|all",
+                     help="which experiment(s) (default: the latest)")
+    rep.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to show, or all")
+    rep.add_argument("--list", action="store_true", help="list the stored experiments")
+    imp = add("import", cmd_import, "store existing tool outputs as runs of a target")
+    imp.add_argument("--tool", required=True, choices=sorted(IMPORTERS))
+    imp.add_argument("--target", required=True, help="name the imported runs' target")
+    imp.add_argument("--workload", help="workload name (default: the tool's name)")
+    imp.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
+    add("doctor", cmd_doctor, "what this machine can do, and what is missing")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except Interrupted as exc:
+        print(f"volbench: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("volbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except VolbenchError as exc:
+        print(f"volbench: {exc}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

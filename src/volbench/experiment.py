@@ -1,0 +1,261 @@
+"""The experiment file: typed, validated, with one message per problem naming the field.
+
+Shape (YAML):
+
+    name: plain-vs-stripe
+    targets:                      # storage layouts, each built and torn down by volbench
+      - {name: xfs-1disk, type: loopdisk, size: 2G, fs: xfs}
+      - {name: standard, type: loopdisk, size: 2G, limits: {read_iops: 500, write_iops: 500}}
+    workloads:                    # a list value on a workload field is a matrix axis
+      - {name: rand4k, tool: fio, rw: [randread, randwrite], bs: 4k, iodepth: [1, 32]}
+    repeat: 5                     # or {min: 3, max: 20, until: decided}
+    warmup: 1                     # uncounted rounds before the measured ones
+    order: interleaved            # interleaved | shuffled | sequential
+    baseline: xfs-1disk
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from volbench import cgroups
+from volbench.errors import ExperimentError, Problem
+from volbench.fields import Reader, did_you_mean
+from volbench.model import digest
+from volbench.targets import KINDS as TARGET_KINDS
+from volbench.targets.base import TargetSpec
+from volbench.workloads import KINDS as WORKLOAD_KINDS
+from volbench.workloads.base import WorkloadSpec
+
+ORDERS = ("interleaved", "shuffled", "sequential")
+DEFAULT_WORKDIR = Path("/var/tmp/volbench")
+UNTIL = ("decided",)
+
+
+@dataclass(frozen=True)
+class RepeatPolicy:
+    """Fixed (min == max) or adaptive: keep adding rounds until every comparison is decided."""
+
+    min: int = 3
+    max: int = 3
+    until: str | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        return self.until is not None and self.max > self.min
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    targets: tuple[TargetSpec, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    repeat: RepeatPolicy = RepeatPolicy()
+    warmup: int = 0
+    order: str = "interleaved"
+    seed: int | None = None
+    baseline: str | None = None
+    drop_caches: bool = True
+    workdir: Path = DEFAULT_WORKDIR
+    description: str = ""
+    # Practical-difference threshold per metric name (fraction, e.g. 0.02 = 2 %).
+    thresholds: dict[str, float] = field(default_factory=dict)
+    # The document as loaded: stored with the results and hashed for --resume.
+    document: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec_hash(self) -> str:
+        return digest(self.document)
+
+    def target(self, name: str) -> TargetSpec:
+        return next(t for t in self.targets if t.name == name)
+
+    def workload(self, name: str) -> WorkloadSpec:
+        return next(w for w in self.workloads if w.name == name)
+
+
+def load(path: Path) -> Experiment:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ExperimentError([Problem(str(path), f"cannot read the file: {exc.strerror}",
+                                       "check the path")], str(path)) from exc
+    return parse_text(text, str(path))
+
+
+def parse_text(text: str, source: str = "experiment") -> Experiment:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(YAML)"
+        detail = getattr(exc, "problem", None) or str(exc)
+        raise ExperimentError([Problem(where, f"not valid YAML: {detail}",
+                                       "check indentation and quoting there")], source) from exc
+    return parse_document(document, source)
+
+
+def parse_document(document: Any, source: str = "experiment") -> Experiment:
+    problems: list[Problem] = []
+    r = Reader(document, "", problems)
+    name = r.text("name", "experiment")
+    targets = _targets(r, problems)
+    workloads = _workloads(r)
+    repeat = _repeat(r)
+    baseline = r.text("baseline", "") or None
+    names = [t.name for t in targets]
+    if baseline is not None and names and baseline not in names:
+        r.problem("baseline", f"'{baseline}' is not a target name",
+                  did_you_mean(baseline, names) or f"targets are: {', '.join(names)}")
+    seed = r.raw("seed", None)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        r.problem("seed", f"expected a whole number, got {seed!r}")
+        seed = None
+    experiment = Experiment(
+        name=name, targets=tuple(targets), workloads=tuple(workloads), repeat=repeat,
+        warmup=r.integer("warmup", 0, minimum=0, maximum=100),
+        order=r.text("order", "interleaved", choices=ORDERS),
+        seed=seed, baseline=baseline,
+        drop_caches=r.boolean("drop_caches", True),
+        workdir=Path(r.text("workdir", str(DEFAULT_WORKDIR))),
+        description=r.text("description", ""),
+        thresholds=_thresholds(r),
+        document=document if isinstance(document, dict) else {},
+    )
+    r.finish()
+    if problems:
+        raise ExperimentError(problems, source)
+    return experiment
+
+
+def _unique(r: Reader, key: str, items: list[Reader]) -> list[str]:
+    names: list[str] = []
+    for item in items:
+        name = item.text("name")
+        if name and name in names:
+            item.problem("name", f"'{name}' is used by another entry of {key}",
+                         "give every entry its own name")
+        if name and not all(c.isalnum() or c in "-_." for c in name):
+            item.problem("name", f"'{name}' may only use letters, digits, '-', '_' and '.'",
+                         "rename it")
+        names.append(name)
+    return names
+
+
+def _targets(r: Reader, problems: list[Problem]) -> list[TargetSpec]:
+    items = r.items("targets")
+    if r.has("targets") and not items and not any(p.path == "targets" for p in problems):
+        r.problem("targets", "no targets", "list at least one storage layout to test")
+    names = _unique(r, "targets", items)
+    specs: list[TargetSpec] = []
+    for item, name in zip(items, names, strict=True):
+        kind_name = item.text("type")
+        kind = TARGET_KINDS.get(kind_name)
+        if kind is None:
+            if kind_name:
+                item.problem("type", f"unknown target type '{kind_name}'",
+                             did_you_mean(kind_name, list(TARGET_KINDS))
+                             or f"known types: {', '.join(TARGET_KINDS)}")
+            continue
+        limits = _limits(item)
+        specs.append(kind.parse(item, name, limits))
+        item.finish()
+    return specs
+
+
+def _limits(item: Reader) -> cgroups.Limits:
+    if not item.has("limits"):
+        return cgroups.Limits()
+    lr = item.sub("limits")
+
+    def optional_int(key: str) -> int | None:
+        if not lr.has(key):
+            return None
+        return lr.integer(key, minimum=1)
+
+    def optional_rate(key: str) -> int | None:
+        if not lr.has(key):
+            return None
+        value = lr.size(key)
+        if value < 1:
+            lr.problem(key, "must be positive, e.g. 50M (bytes per second)")
+        return value
+
+    limits = cgroups.Limits(optional_int("read_iops"), optional_int("write_iops"),
+                            optional_rate("read_bps"), optional_rate("write_bps"))
+    lr.finish()
+    if not limits:
+        lr.problem("", "no limits given",
+                   "set read_iops, write_iops, read_bps or write_bps (or remove limits)")
+    return limits
+
+
+def _workloads(r: Reader) -> list[WorkloadSpec]:
+    items = r.items("workloads")
+    if r.has("workloads") and not items and isinstance(r.data.get("workloads"), list):
+        r.problem("workloads", "no workloads", "list at least one, e.g. {tool: fio}")
+    names = _unique(r, "workloads", items)
+    specs: list[WorkloadSpec] = []
+    for item, name in zip(items, names, strict=True):
+        tool = item.text("tool")
+        kind = WORKLOAD_KINDS.get(tool)
+        if kind is None:
+            if tool:
+                item.problem("tool", f"unknown tool '{tool}'",
+                             did_you_mean(tool, list(WORKLOAD_KINDS))
+                             or f"known tools: {', '.join(WORKLOAD_KINDS)}")
+            continue
+        specs.append(kind.parse(item, name))
+    return specs
+
+
+def _repeat(r: Reader) -> RepeatPolicy:
+    value = r.raw("repeat", 3)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            r.problem("repeat", f"must be at least 1, got {value}")
+        return RepeatPolicy(value, value)
+    if isinstance(value, dict):
+        rr = r.sub("repeat")
+        low = rr.integer("min", 3, minimum=1)
+        high = rr.integer("max", max(low, 10), minimum=1)
+        until = rr.text("until", "decided", choices=UNTIL)
+        if high < low:
+            rr.problem("max", f"must be at least min ({low}), got {high}")
+        rr.finish()
+        return RepeatPolicy(low, high, until)
+    r.problem("repeat", f"expected a number of runs or {{min, max, until}}, got {value!r}",
+              "e.g. repeat: 5 or repeat: {min: 3, max: 20, until: decided}")
+    return RepeatPolicy()
+
+
+def _thresholds(r: Reader) -> dict[str, float]:
+    if not r.has("thresholds"):
+        return {}
+    tr = r.sub("thresholds")
+    out: dict[str, float] = {}
+    for key in list(tr.data):
+        value = tr.number(str(key))
+        if not 0 < value < 1:
+            tr.problem(str(key), f"expected a fraction between 0 and 1 (0.02 = 2 %), got {value}")
+        out[str(key)] = value
+    return out
+
+
+def root_problems(experiment: Experiment) -> list[Problem]:
+    """Targets that cannot be built without root, when not running as root."""
+    if os.geteuid() == 0:
+        return []
+    problems = []
+    for i, spec in enumerate(experiment.targets):
+        kind = TARGET_KINDS[spec.type]
+        if kind.needs_root or spec.limits:
+            what = "limits" if not kind.needs_root else f"type {spec.type}"
+            problems.append(Problem(f"targets[{i}]", f"{what} needs root",
+                                    "run volbench as root, or use type: directory"))
+    return problems

@@ -1,0 +1,176 @@
+"""Reading a YAML mapping field by field, collecting every problem with its path.
+
+Parsing goes on after a problem (with a placeholder value) so that one pass
+reports all mistakes in a file, each naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from volbench import units
+from volbench.errors import Problem
+
+T = TypeVar("T")
+_MISSING: Any = object()
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", int: "a number", float: "a number",
+            bool: "true/false", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
+class Reader:
+    def __init__(self, data: Any, path: str, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        self._used: set[str] = set()
+        if not isinstance(data, Mapping):
+            self.problem("", f"expected a mapping of fields, got {_type_name(data)}")
+            data = {}
+        self.data: Mapping[str, Any] = data
+
+    # -- plumbing -----------------------------------------------------------------------
+    def at(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def problem(self, key: str | int, message: str, fix: str = "") -> None:
+        path = self.at(key) if key != "" else (self.path or "(top level)")
+        self.problems.append(Problem(path, message, fix))
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        self._used.add(key)
+        if key in self.data:
+            return self.data[key]
+        if default is _MISSING:
+            self.problem(key, "is required")
+            return None
+        return default
+
+    def finish(self, allowed_extra: Sequence[str] = ()) -> None:
+        """Report fields nobody read: typos, or options of another type."""
+        known = sorted(self._used | set(allowed_extra))
+        for key in self.data:
+            if key not in self._used and key not in allowed_extra:
+                self.problem(str(key), "unknown field",
+                             did_you_mean(str(key), known) or f"known fields: {', '.join(known)}")
+
+    def _convert(self, key: str, value: Any, convert: Callable[[Any], T], expected: str,
+                 placeholder: T) -> T:
+        try:
+            return convert(value)
+        except (ValueError, TypeError) as exc:
+            detail = str(exc) if str(exc) else f"expected {expected}"
+            self.problem(key, detail if expected in detail else f"{detail}; expected {expected}")
+            return placeholder
+
+    # -- typed fields -------------------------------------------------------------------
+    def text(self, key: str, default: Any = _MISSING, choices: Sequence[str] = ()) -> str:
+        value = self.raw(key, default)
+        if value is None:
+            return "" if default is _MISSING or default is None else str(default)
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            self.problem(key, f"expected text, got {_type_name(value)}")
+            return ""
+        value = str(value)
+        if choices and value not in choices:
+            hint = did_you_mean(value, choices)
+            self.problem(key, f"'{value}' is not one of: {', '.join(choices)}", hint)
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None,
+                maximum: int | None = None) -> int:
+        value = self.raw(key, default)
+        if value is None:
+            return 0 if default is _MISSING or default is None else int(default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(key, f"expected a whole number, got {value!r}")
+            return minimum or 0
+        return self._bounded(key, value, minimum, maximum)
+
+    def _bounded(self, key: str, value: int, minimum: int | None, maximum: int | None) -> int:
+        if minimum is not None and value < minimum:
+            self.problem(key, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            self.problem(key, f"must be at most {maximum}, got {value}")
+        return value
+
+    def number(self, key: str, default: Any = _MISSING) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.problem(key, f"expected a number, got {value!r}")
+            return 0.0
+        return float(value)
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            self.problem(key, f"expected true or false, got {value!r}")
+            return False
+        return value
+
+    def size(self, key: str, default: Any = _MISSING) -> int:
+        value = self.raw(key, default)
+        if value is None:
+            return 0
+        return self._convert(key, value, units.parse_size, "a size such as 4k, 1M or 2G", 0)
+
+    def duration(self, key: str, default: Any = _MISSING) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            return 0.0
+        return self._convert(key, value, units.parse_duration, "a duration such as 10s or 2m",
+                             0.0)
+
+    def text_list(self, key: str, default: Any = _MISSING) -> list[str]:
+        value = self.raw(key, default)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+            self.problem(key, f"expected a list of text, got {_type_name(value)}")
+            return []
+        return [str(v) for v in value]
+
+    def sub(self, key: str, default: Any = _MISSING) -> Reader:
+        value = self.raw(key, default)
+        return Reader({} if value is None else value, self.at(key), self.problems)
+
+    def items(self, key: str, default: Any = _MISSING) -> list[Reader]:
+        value = self.raw(key, default)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problem(key, f"expected a list, got {_type_name(value)}",
+                         "write one entry per line starting with '- '")
+            return []
+        return [Reader(v, f"{self.at(key)}[{i}]", self.problems) for i, v in enumerate(value)]
+
+    def axis(self, key: str, default: Any, convert: Callable[[Any], T], expected: str,
+             placeholder: T) -> list[T]:
+        """A matrix dimension: one value or a list of values (each converted and checked)."""
+        value = self.raw(key, default)
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            self.problem(key, "an empty list gives no cases", "give at least one value")
+            return [placeholder]
+        out: list[T] = []
+        for i, item in enumerate(values):
+            where = f"{key}[{i}]" if isinstance(value, list) else key
+            out.append(self._convert(where, item, convert, expected, placeholder))
+        return out

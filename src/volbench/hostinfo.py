@@ -1,0 +1,110 @@
+"""Environment capture, once per experiment: what a reader needs to trust or redo it.
+
+Fields under "checked" are the ones `volbench compare` warns about when two
+result sets differ in them.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from volbench import __version__, proc, tools
+
+# Tool -> argv printing its version (first line kept).
+VERSION_ARGS: dict[str, list[str]] = {
+    "fio": ["--version"],
+    "pgbench": ["--version"],
+    "initdb": ["--version"],
+    "hdparm": ["-V"],
+    "dd": ["--version"],
+    "mkfs.xfs": ["-V"],
+    "mkfs.btrfs": ["--version"],
+    "mkfs.ext4": ["-V"],
+    "lvm": ["version"],
+    "mdadm": ["--version"],
+    "git": ["--version"],
+    "qemu-system-x86_64": ["--version"],
+}
+# Tools whose only version source is the Debian package.
+PACKAGE_ONLY = {"bonnie++": "bonnie++", "targetcli": "targetcli-fb", "tgtd": "tgt"}
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def os_release() -> str:
+    m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', _read("/etc/os-release"), re.MULTILINE)
+    return m.group(1) if m else platform.platform()
+
+
+def cpu_model() -> str:
+    m = re.search(r"^model name\s*:\s*(.*)$", _read("/proc/cpuinfo"), re.MULTILINE)
+    return m.group(1).strip() if m else platform.processor()
+
+
+def memory_bytes() -> int:
+    m = re.search(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else 0
+
+
+def virtualization() -> str:
+    product = _read("/sys/class/dmi/id/product_name").strip()
+    hypervisor = "hypervisor" in _read("/proc/cpuinfo")
+    return product or ("virtual machine" if hypervisor else "unknown")
+
+
+def tool_version(name: str) -> str | None:
+    if name in PACKAGE_ONLY:
+        return package_version(PACKAGE_ONLY[name])
+    path = tools.find(name)
+    if path is None:
+        return None
+    args = VERSION_ARGS.get(name, ["--version"])
+    try:
+        done = proc.run([path, *args], timeout=20, check=False)
+    except OSError:
+        return None
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0].strip() if text else None
+
+
+def package_version(package: str) -> str | None:
+    if tools.find("dpkg-query") is None:
+        return None
+    done = proc.run(["dpkg-query", "-W", "-f", "${Version}", package], timeout=20, check=False)
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def capture(tool_names: list[str]) -> dict[str, Any]:
+    uname = os.uname()
+    versions = {name: tool_version(name) for name in sorted(set(tool_names))}
+    return {
+        "captured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "hostname": socket.gethostname(),
+        "checked": {
+            "kernel": uname.release,
+            "os": os_release(),
+            "cpu": cpu_model(),
+            "cpus": os.cpu_count() or 0,
+            "memory_bytes": memory_bytes(),
+            "tools": versions,
+        },
+        "kernel_build": uname.version,
+        "machine": uname.machine,
+        "virtualization": virtualization(),
+        "python": sys.version.split()[0],
+        "volbench": __version__,
+        "root": os.geteuid() == 0,
+        "argv": sys.argv,
+    }

@@ -1,0 +1,101 @@
+"""Turning existing tool outputs into runs of a named target, so old results compare with new.
+
+Each file becomes one run (repetition = its position on the command line) of an
+experiment named `import:<target>`; parameters are read back from the output
+itself where the tool records them (fio's job options), with the same names and
+spellings volbench's own runs use, so imported and new runs of one case line up.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from volbench import units
+from volbench.errors import ParseError, VolbenchError
+from volbench.model import Parsed, RunResult, Scalar, Status
+from volbench.store import Store
+from volbench.workloads import fio
+
+
+@dataclass(frozen=True)
+class Imported:
+    params: dict[str, Scalar]
+    parsed: Parsed
+    started: float | None = None
+
+
+def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
+    """Our parameter names from fio's own record of its options (first job, then global)."""
+    jobs = data.get("jobs") or data.get("client_stats") or []
+    options: dict[str, Any] = dict(data.get("global options") or {})
+    if jobs:
+        options.update(jobs[0].get("job options") or {})
+    params: dict[str, Scalar] = {}
+    if "rw" in options:
+        params["rw"] = str(options["rw"])
+    for key in ("bs", "size"):
+        if key in options:
+            try:
+                params[key] = units.format_size(units.parse_size(str(options[key])))
+            except ValueError:
+                params[key] = str(options[key])
+    for key in ("iodepth", "numjobs", "rwmixread", "direct"):
+        if key in options and str(options[key]).isdigit():
+            params[key] = int(options[key])
+    if "runtime" in options:
+        try:
+            params["runtime"] = units.parse_duration(str(options["runtime"]))
+        except ValueError:
+            params["runtime"] = str(options["runtime"])
+    if "ioengine" in options:
+        params["ioengine"] = str(options["ioengine"])
+    return params
+
+
+def import_fio(text: str, source: str) -> Imported:
+    data = fio.load_json(text, source)
+    parsed = fio.parse_json(text, source)
+    stamp = data.get("timestamp")
+    return Imported(_fio_params(data), parsed, float(stamp) if stamp else None)
+
+
+IMPORTERS: dict[str, Callable[[str, str], Imported]] = {"fio": import_fio}
+
+
+def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
+                 workload: str | None = None) -> tuple[int, int]:
+    """Parse every file first (all or nothing), then store them: (experiment id, runs)."""
+    importer = IMPORTERS.get(tool)
+    if importer is None:
+        raise VolbenchError(f"cannot import {tool} output; importable tools: "
+                            f"{', '.join(sorted(IMPORTERS))}")
+    results: list[tuple[Path, str, Imported]] = []
+    for path in files:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise VolbenchError(f"cannot read {path}: {exc.strerror}") from exc
+        try:
+            results.append((path, text, importer(text, str(path))))
+        except ParseError as exc:
+            raise ParseError(tool, str(path), f"{exc}; is this {tool} output? "
+                             "(fio: use --output-format=json or json+)") from exc
+    document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
+                                                       "files": [str(p) for p in files]}}
+    env = {"imported": True, "importer_host": os.uname().nodename}
+    exp_id = store.begin_experiment(f"import:{target}", f"import-{time.time()}", document, env,
+                                    None)
+    store.save_target(exp_id, target, "imported", "imported", {"files": [str(p) for p in files]})
+    for i, (path, text, imp) in enumerate(results, 1):
+        stamp = imp.started if imp.started is not None else path.stat().st_mtime
+        store.save_run(exp_id, RunResult(
+            target=target, workload=workload or tool, params=imp.params, repetition=i,
+            status=Status.OK, started=stamp, ended=stamp, parsed=imp.parsed,
+            outputs={path.name: text}, annotations={"imported_from": str(path)}))
+    store.set_status(exp_id, "done")
+    return exp_id, len(results)

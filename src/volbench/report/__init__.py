@@ -1,0 +1,31 @@
+"""Reports: one module per format, all behind one interface (`Exporter.render`)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from volbench.report.csvout import CsvExporter
+from volbench.report.data import Report, build
+from volbench.report.jsonout import JsonExporter
+from volbench.report.markdown import MarkdownExporter
+from volbench.report.options import ReportOptions
+from volbench.report.terminal import TerminalExporter
+
+
+class Exporter(Protocol):
+    name: str
+    extension: str
+
+    def render(self, report: Report, options: ReportOptions) -> str: ...
+
+
+EXPORTERS: dict[str, Exporter] = {e.name: e for e in (
+    TerminalExporter(), MarkdownExporter(), CsvExporter(), JsonExporter(),
+)}
+
+
+def render(report: Report, fmt: str, options: ReportOptions | None = None) -> str:
+    return EXPORTERS[fmt].render(report, options or ReportOptions())
+
+
+__all__ = ["EXPORTERS", "Exporter", "Report", "ReportOptions", "build", "render"]

@@ -1,0 +1,35 @@
+"""CSV: one row per metric per run (long format), numbers in base units."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from volbench.model import canonical_json
+from volbench.report.data import Report, measured
+from volbench.report.options import ReportOptions
+
+COLUMNS = ("experiment", "target", "workload", "params", "repetition", "metric", "value",
+           "unit", "tags", "note")
+
+
+class CsvExporter:
+    name = "csv"
+    extension = "csv"
+
+    def render(self, report: Report, options: ReportOptions) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        exp_name = report.experiments[-1].name if report.experiments else ""
+        wanted = set(options.metrics) if options.metrics and "all" not in options.metrics \
+            else None
+        for run in measured(report.runs):
+            for m in run.metrics:
+                if wanted is not None and m.name not in wanted:
+                    continue
+                writer.writerow((exp_name, run.target, run.workload,
+                                 canonical_json(dict(run.params)), run.repetition, m.name,
+                                 "" if m.value is None else repr(m.value), m.unit,
+                                 canonical_json(dict(m.tags)), m.note))
+        return buf.getvalue()

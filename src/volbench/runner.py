@@ -1,0 +1,249 @@
+"""The lifecycle of an experiment: check, build, set up, run, store, tear down.
+
+Every run is committed to the store the moment it ends, so a crash or Ctrl-C
+loses at most the run in progress (recorded as interrupted, and repeated by
+--resume). Targets are context managers inside an ExitStack: whatever happens,
+they are torn down in reverse order, and the journal lets `volbench cleanup`
+finish the job if volbench itself is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Protocol
+
+from volbench import hostinfo, journal, tools
+from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError
+from volbench.execution import measure, prepare_rundir, run_invocation
+from volbench.experiment import Experiment, root_problems
+from volbench.model import RunResult, Status
+from volbench.mounts import make_dir, make_tree
+from volbench.plan import Plan, PlannedRun, make_plan
+from volbench.recipe import Recipe
+from volbench.store import Store
+from volbench.targets import KINDS as TARGET_KINDS
+from volbench.targets import BuildContext, Built, open_target
+from volbench.workloads import KINDS as WORKLOAD_KINDS
+
+
+class Progress(Protocol):
+    def begin(self, total: int, estimate_s: float) -> None: ...
+    def run_started(self, run: PlannedRun) -> None: ...
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class NoProgress:
+    def begin(self, total: int, estimate_s: float) -> None: ...
+    def run_started(self, run: PlannedRun) -> None: ...
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+@dataclass
+class Outcome:
+    experiment_id: int
+    db: Path
+    counts: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    notes: list[str] = field(default_factory=list)
+    failed_targets: dict[str, str] = field(default_factory=dict)
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM/SIGHUP/SIGINT become Interrupted, so every `with` block tears down."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler)
+                for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def required_tools(exp: Experiment) -> list[str]:
+    names = {t for spec in exp.targets for t in TARGET_KINDS[spec.type].tools}
+    names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
+    return sorted(names)
+
+
+def preflight(exp: Experiment, plan: Plan) -> None:
+    """Everything that can be checked before touching anything."""
+    problems = root_problems(exp)
+    if problems:
+        raise ExperimentError(problems, exp.name)
+    for name in required_tools(exp):
+        tools.require(name)
+    need = plan.disk_space()
+    if need:
+        probe = exp.workdir if exp.workdir.exists() else exp.workdir.parent
+        free = shutil.disk_usage(probe).free
+        if free < need * 1.1:
+            raise ResourceError(
+                f"the images need {need / 2**30:.1f} GiB but {probe} has only "
+                f"{free / 2**30:.1f} GiB free; set workdir: to a larger filesystem or use "
+                "smaller disk sizes")
+
+
+class Session:
+    """One `volbench run`: the store row, the journal, and the per-target state."""
+
+    def __init__(self, exp: Experiment, plan: Plan, store: Store, experiment_id: int,
+                 progress: Progress, jrnl: journal.Journal, workdir: Path) -> None:
+        self.exp, self.plan, self.store, self.id = exp, plan, store, experiment_id
+        self.progress, self.journal, self.workdir = progress, jrnl, workdir
+        self.outcome = Outcome(experiment_id, Path(store.path))
+        self.setups: dict[tuple[str, str], str | None] = {}  # (target, key) -> error
+        self._runs = 0
+
+    def rundir(self, label: str) -> Path:
+        self._runs += 1
+        return self.workdir / "runs" / f"{self._runs:05d}-{label}"
+
+    def build_group(self, stack: ExitStack, group: tuple[str, ...]) -> dict[str, Built]:
+        built: dict[str, Built] = {}
+        for name in group:
+            spec = self.exp.target(name)
+            scope = self.journal.scope()
+            recipe = Recipe(tracker=scope)
+            ctx = BuildContext(scope, recipe, make_dir(scope, self.workdir / name))
+            try:
+                built[name] = stack.enter_context(open_target(spec, ctx))
+            except VolbenchError as exc:
+                errors = scope.close()
+                msg = str(exc) + (f" (teardown: {'; '.join(errors)})" if errors else "")
+                self.store.save_target(self.id, name, spec.type, "failed",
+                                       {"recipe": recipe.steps}, msg)
+                self.outcome.failed_targets[name] = msg
+                self.progress.note(f"target {name} could not be built: {msg}")
+                continue
+            self.store.save_target(self.id, name, spec.type, "built", built[name].info)
+        return built
+
+    def ensure_setup(self, run: PlannedRun, built: Built) -> str | None:
+        """Untimed setup shared by cases (fio's data file); returns an error, if any."""
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        key = (run.target, kind.setup_key(spec, run.params))
+        if key not in self.setups:
+            error = None
+            try:
+                rundir = self.rundir(f"setup-{run.target}")
+                for inv in kind.setup(spec, run.params, built, rundir):
+                    prepare_rundir(rundir, inv.user)
+                    done = run_invocation(inv, built, self.journal)
+                    if done.timed_out or done.returncode != 0:
+                        tail = " | ".join((done.stderr or done.stdout).splitlines()[-3:])
+                        error = f"setup failed ({' '.join(inv.argv[:3])} …): {tail}"
+                        break
+            except VolbenchError as exc:
+                error = f"setup failed: {exc}"
+            self.setups[key] = error
+        return self.setups[key]
+
+    def execute(self, run: PlannedRun, built: Built) -> RunResult:
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        self.progress.run_started(run)
+        setup_error = self.ensure_setup(run, built)
+        if setup_error:
+            now = time.time()
+            result = RunResult(run.target, run.workload, run.params, run.repetition,
+                               Status.FAILED, now, now, run.warmup, error=setup_error)
+        else:
+            working_set = kind.working_set(spec, run.params)
+            rundir = self.rundir(f"{run.target}-{run.workload}")
+            try:
+                result = measure(target=run.target, workload=spec, kind=kind,
+                                 params=run.params, repetition=run.repetition,
+                                 warmup=run.warmup, built=built, rundir=rundir,
+                                 tracker=self.journal, drop=self.exp.drop_caches,
+                                 extra_annotations={"working_set_bytes": working_set}
+                                 if working_set else None)
+            except (Interrupted, KeyboardInterrupt) as exc:
+                now = time.time()
+                self.store.save_run(self.id, RunResult(
+                    run.target, run.workload, run.params, run.repetition, Status.INTERRUPTED,
+                    now, now, run.warmup, error=str(exc) or "interrupted"))
+                raise
+            finally:
+                shutil.rmtree(rundir, ignore_errors=True)
+        self.store.save_run(self.id, result)
+        counts = self.outcome.counts
+        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
+        self.progress.run_finished(run, result)
+        return result
+
+    def run_group(self, group: tuple[str, ...], done: set[tuple[str, int, bool]],
+                  repetitions: int) -> None:
+        with ExitStack() as stack:
+            built = self.build_group(stack, group)
+            for run in self.plan.runs_for(group, repetitions):
+                if run.target not in built:
+                    continue
+                if run.run_key in done:
+                    self.outcome.skipped += 1
+                    continue
+                self.execute(run, built[run.target])
+
+
+def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
+                   repetitions: int | None = None, progress: Progress | None = None
+                   ) -> Outcome:
+    """Run a whole experiment into the database at `db`; returns what happened."""
+    progress = progress or NoProgress()
+    with Store(db) as store:
+        previous = store.find_resumable(exp.spec_hash) if resume else None
+        plan = make_plan(exp, seed=previous.seed if previous else None)
+        preflight(exp, plan)
+        if previous is not None:
+            experiment_id = previous.id
+            done = store.finished_keys(experiment_id)
+            store.set_status(experiment_id, "running")
+        else:
+            if resume:
+                progress.note("nothing to resume for this experiment file: starting afresh")
+            env = hostinfo.capture(required_tools(exp))
+            experiment_id = store.begin_experiment(exp.name, exp.spec_hash, exp.document, env,
+                                                   plan.seed)
+            done = set()
+        n = repetitions if repetitions is not None else exp.repeat.min
+        todo = [r for r in plan.runs(n) if r.run_key not in done]
+        progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+        status = "failed"
+        with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
+            scope = jrnl.scope()
+            try:
+                exp.workdir.mkdir(parents=True, exist_ok=True)
+                workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
+                make_tree(scope, workdir / "runs")
+                session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+                for group in plan.groups:
+                    session.run_group(group, done, n)
+                status = "done"
+            except (Interrupted, KeyboardInterrupt):
+                status = "interrupted"
+                raise
+            finally:
+                errors = scope.close()
+                store.set_status(experiment_id, status)
+                progress.end()
+                if errors:
+                    progress.note("teardown incomplete, run `volbench cleanup`: "
+                                  + "; ".join(errors))
+        return session.outcome

@@ -1,0 +1,62 @@
+"""What every target (storage layout) provides, and what a workload sees of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from volbench.cgroups import Limits
+from volbench.fields import Reader
+from volbench.journal import Scope
+from volbench.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Fields every target has; each type subclasses this with its own."""
+
+    name: str
+    type: str
+    limits: Limits = Limits()
+
+
+@dataclass
+class Built:
+    """A target that exists: where workloads put files, which devices carry them."""
+
+    name: str
+    type: str
+    # Directory for file-based workloads (None for a raw block device target).
+    path: Path | None
+    # The block device the layout presents (what hdparm or raw fio would use).
+    block_device: str | None = None
+    # Leaf devices doing the I/O: throttled, watched in /proc/diskstats.
+    devices: list[str] = field(default_factory=list)
+    # cgroup the workload's processes join (disk-class throttling).
+    cgroup: Path | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BuildContext:
+    scope: Scope
+    recipe: Recipe
+    # A private directory for this target's images and mount points.
+    workdir: Path
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    name: str
+    summary: str
+    parse: Callable[[Reader, str, Limits], TargetSpec]
+    build: Callable[[Any, BuildContext], AbstractContextManager[Built]]
+    # How many loop devices the target will attach (the host has only a few).
+    loop_devices: Callable[[Any], int] = lambda spec: 0
+    # Bytes of image files it will create under the work directory.
+    disk_space: Callable[[Any], int] = lambda spec: 0
+    needs_root: bool = True
+    tools: tuple[str, ...] = ()

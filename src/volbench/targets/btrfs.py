@@ -1,0 +1,66 @@
+"""btrfs over several loop disks: data profile single or raid0 (and raid1).
+
+Note (MACHINE-NOTES): `-d single` allocates 1 GiB chunks on the emptiest device,
+so it is *not* like LVM linear: only a file smaller than one chunk stays on one
+device. `-d raid0` stripes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from volbench.cgroups import Limits
+from volbench.devices import attach_loop, create_image
+from volbench.fields import Reader
+from volbench.filesystems import FsSpec, make_and_mount
+from volbench.mounts import mount_info
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+
+PROFILES = ("single", "raid0", "raid1", "raid10", "dup")
+
+
+@dataclass(frozen=True)
+class BtrfsSpec(TargetSpec):
+    disks: int = 2
+    size: int = 0
+    data: str = "single"
+    metadata: str = "raid1"
+    mount_options: tuple[str, ...] = ()
+    mkfs_options: tuple[str, ...] = ()
+
+
+def parse(r: Reader, name: str, limits: Limits) -> BtrfsSpec:
+    disks = r.integer("disks", 2, minimum=1, maximum=8)
+    data = r.text("data", "single", choices=PROFILES)
+    metadata = r.text("metadata", "raid1" if disks > 1 else "dup", choices=PROFILES)
+    need = {"raid1": 2, "raid0": 2, "raid10": 4}
+    for key, profile in (("data", data), ("metadata", metadata)):
+        if disks < need.get(profile, 1):
+            r.problem(key, f"profile {profile} needs at least {need[profile]} disks, "
+                           f"this target has {disks}", "add disks or choose single")
+    return BtrfsSpec(name, "btrfs", limits, disks=disks, size=r.size("size", "1G"),
+                     data=data, metadata=metadata,
+                     mount_options=tuple(r.text_list("mount_options", [])),
+                     mkfs_options=tuple(r.text_list("mkfs_options", [])))
+
+
+@contextmanager
+def build(spec: BtrfsSpec, ctx: BuildContext) -> Iterator[Built]:
+    devices = []
+    for i in range(spec.disks):
+        image = create_image(ctx.scope, ctx.recipe, ctx.workdir / f"disk{i}.img", spec.size)
+        devices.append(attach_loop(ctx.scope, ctx.recipe, image))
+    fs = FsSpec("btrfs", spec.mkfs_options, spec.mount_options)
+    profiles = ("-d", spec.data, "-m", spec.metadata)
+    mnt = make_and_mount(ctx.scope, ctx.recipe, fs, devices, ctx.workdir / "mnt", profiles)
+    info = {"fs": "btrfs", "data": spec.data, "metadata": spec.metadata,
+            "mount": mount_info(mnt)}
+    yield Built(spec.name, spec.type, path=mnt, block_device=devices[0], devices=devices,
+                info=info)
+
+
+KIND = TargetKind("btrfs", "btrfs over several loop disks (data single/raid0/raid1)",
+                  parse, build, loop_devices=lambda s: s.disks,
+                  disk_space=lambda s: s.disks * s.size, tools=("losetup", "mkfs.btrfs"))

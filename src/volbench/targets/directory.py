@@ -1,0 +1,56 @@
+"""An existing directory or mount: no root needed, nothing formatted.
+
+volbench works in a private subdirectory it creates (and removes with its
+contents), so files of its own never mix with the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from volbench.cgroups import Limits
+from volbench.fields import Reader
+from volbench.mounts import make_tree, mount_info
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+
+
+@dataclass(frozen=True)
+class DirectorySpec(TargetSpec):
+    path: Path = Path(".")
+
+
+def parse(r: Reader, name: str, limits: Limits) -> DirectorySpec:
+    path = Path(r.text("path"))
+    if r.has("path") and not path.is_dir():
+        r.problem("path", f"{path} is not an existing directory",
+                  "create it first or point to a mounted filesystem")
+    return DirectorySpec(name, "directory", limits, path=path)
+
+
+@contextmanager
+def build(spec: DirectorySpec, ctx: BuildContext) -> Iterator[Built]:
+    private = spec.path.resolve() / f".volbench-{os.getpid()}-{int(time.time())}"
+    make_tree(ctx.scope, private)
+    ctx.recipe.note(f"work in a private directory {private}, removed afterwards")
+    device = _backing_device(spec.path)
+    info = {"mount": mount_info(spec.path)}
+    yield Built(spec.name, spec.type, path=private, devices=[device] if device else [],
+                info=info)
+
+
+def _backing_device(path: Path) -> str | None:
+    """The block device holding `path`, if it is one (for diskstats and limits)."""
+    st = os.stat(path)
+    link = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not link.exists():
+        return None  # tmpfs, overlay, NFS …: no block device
+    return f"/dev/{link.resolve().name}"
+
+
+KIND = TargetKind("directory", "an existing directory (nothing is formatted)", parse, build,
+                  needs_root=False)

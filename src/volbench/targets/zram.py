@@ -1,0 +1,44 @@
+"""A compressed RAM disk (zram). Results depend on how compressible the data is."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from volbench.cgroups import Limits
+from volbench.devices import create_zram
+from volbench.fields import Reader
+from volbench.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.mounts import mount_info
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+
+
+@dataclass(frozen=True)
+class ZramSpec(TargetSpec):
+    size: int = 0
+    algorithm: str | None = None
+    fs: FsSpec = FsSpec("ext4")
+
+
+def parse(r: Reader, name: str, limits: Limits) -> ZramSpec:
+    algorithm = r.text("algorithm", "") or None
+    return ZramSpec(name, "zram", limits, size=r.size("size", "512M"), algorithm=algorithm,
+                    fs=parse_fs(r, default="ext4"))
+
+
+@contextmanager
+def build(spec: ZramSpec, ctx: BuildContext) -> Iterator[Built]:
+    device = create_zram(ctx.scope, ctx.recipe, spec.size, spec.algorithm)
+    info: dict[str, object] = {"fs": spec.fs.fs, "size": spec.size,
+                               "note": "data compressibility decides zram's speed"}
+    if not spec.fs.mounted:
+        yield Built(spec.name, spec.type, path=None, block_device=device, devices=[device],
+                    info=info)
+        return
+    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [device], ctx.workdir / "mnt")
+    info["mount"] = mount_info(mnt)
+    yield Built(spec.name, spec.type, path=mnt, block_device=device, devices=[device], info=info)
+
+
+KIND = TargetKind("zram", "a compressed RAM disk", parse, build, tools=("mkfs.ext4",))

@@ -1,0 +1,76 @@
+"""Which external tool comes from which Debian package, and what it enables.
+
+One table, used by `proc.require` (missing tool -> fix-it message) and by
+`volbench doctor`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from volbench.errors import ToolMissing
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    package: str
+    purpose: str
+    # Where Debian installs it when not on PATH (e.g. PostgreSQL's server binaries).
+    extra_dirs: tuple[Path, ...] = ()
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in [
+    Tool("fio", "fio", "fio workloads"),
+    Tool("losetup", "mount", "loop-device targets"),
+    Tool("mkfs.xfs", "xfsprogs", "xfs filesystems"),
+    Tool("mkfs.ext4", "e2fsprogs", "ext4 filesystems"),
+    Tool("mkfs.btrfs", "btrfs-progs", "btrfs targets"),
+    Tool("wipefs", "util-linux", "device signature checks"),
+    Tool("blkid", "util-linux", "device signature checks"),
+    Tool("lsblk", "util-linux", "device topology"),
+    Tool("findmnt", "util-linux", "mount information"),
+    Tool("pgbench", "postgresql-contrib", "pgbench workloads"),
+    Tool("initdb", "postgresql-15", "pgbench workloads", (PG_BIN,)),
+    Tool("pg_ctl", "postgresql-15", "pgbench workloads", (PG_BIN,)),
+    Tool("bonnie++", "bonnie++", "bonnie++ workloads"),
+    Tool("hdparm", "hdparm", "hdparm workloads"),
+    Tool("dd", "coreutils", "dd workloads"),
+    Tool("git", "git", "the small-file real-world job"),
+    Tool("runuser", "util-linux", "running PostgreSQL as its own user"),
+    Tool("lvm", "lvm2", "LVM targets"),
+    Tool("mdadm", "mdadm", "md RAID targets"),
+    Tool("exportfs", "nfs-kernel-server", "NFS targets"),
+    Tool("targetcli", "targetcli-fb", "iSCSI targets (LIO)"),
+    Tool("tgtd", "tgt", "iSCSI targets (tgt)"),
+    Tool("iscsiadm", "open-iscsi", "iSCSI initiators"),
+    Tool("qemu-system-x86_64", "qemu-system-x86", "the lab VM"),
+    Tool("ip", "iproute2", "multi-host tests in network namespaces"),
+    Tool("ssh", "openssh-client", "remote load hosts"),
+]}
+
+
+def find(name: str) -> str | None:
+    """Path of a tool, looking also in its package's private directories."""
+    found = shutil.which(name)
+    if found:
+        return found
+    tool = TOOLS.get(name)
+    for d in tool.extra_dirs if tool else ():
+        candidate = d / name
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def require(name: str) -> str:
+    """Path of a tool or ToolMissing saying which package to install."""
+    found = find(name)
+    if found:
+        return found
+    tool = TOOLS.get(name)
+    raise ToolMissing(name, tool.package if tool else None, tool.purpose if tool else "")

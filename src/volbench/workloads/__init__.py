@@ -1,0 +1,10 @@
+"""Workloads: one module per tool. Each builds argv and parses output; none runs anything."""
+
+from __future__ import annotations
+
+from volbench.workloads import fio
+from volbench.workloads.base import Invocation, WorkloadKind, WorkloadSpec
+
+KINDS: dict[str, WorkloadKind] = {k.name: k for k in (fio.KIND,)}
+
+__all__ = ["KINDS", "Invocation", "WorkloadKind", "WorkloadSpec"]

@@ -1,0 +1,335 @@
+"""fio: job matrices and users' own job files. Builds argv; parses JSON into metrics.
+
+Output is always written with --output=FILE (stdout may carry warnings) as json+,
+so latency histograms are kept and percentiles across repetitions can be merged.
+Parsing copes with fio 2.x (latencies in µs under `lat`/`clat`) and 3.x (ns under
+`lat_ns`/`clat_ns`), group reporting or not, and client/server output
+(`client_stats`, one entry per host plus an "All clients" sum).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from volbench import units
+from volbench.errors import ParseError
+from volbench.fields import Reader
+from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
+from volbench.targets.base import Built
+from volbench.workloads.base import Invocation, WorkloadKind, WorkloadSpec
+
+RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
+      "randtrim")
+MIXED = ("rw", "readwrite", "randrw")
+OPS = ("read", "write", "trim")
+# fio's own seconds of start-up and tear-down beyond `runtime`, for estimates.
+OVERHEAD_S = 1.0
+# Percentiles volbench keeps from fio's default list (all of them: they are cheap).
+LOG_PREFIX = "fio"
+
+
+@dataclass(frozen=True)
+class FioSpec(WorkloadSpec):
+    jobfile: Path | None = None
+    # Extra fio options passed through verbatim (--key=value), not matrix axes.
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+def _fio_size(value: Any) -> str:
+    return units.format_size(units.parse_size(value))
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _rw(value: Any) -> str:
+    if value not in RW:
+        raise ValueError(f"'{value}' is not one of: {', '.join(RW)}")
+    return str(value)
+
+
+def _percent(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise ValueError(f"expected a percentage 0..100, got {value!r}")
+    return value
+
+
+def _seconds(value: Any) -> float:
+    seconds = units.parse_duration(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than 0 s")
+    return seconds
+
+
+def _flag(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if value in (0, 1):
+        return int(value)
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def parse(r: Reader, name: str) -> FioSpec:
+    options = {str(k): str(v) for k, v in dict(r.sub("options", {}).data).items()}
+    if r.has("jobfile"):
+        path = Path(r.text("jobfile"))
+        if not path.is_file():
+            r.problem("jobfile", f"{path} is not a readable file",
+                      "give the path of a fio job file, relative to where you run volbench")
+        r.finish()
+        return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options)
+    matrix: dict[str, tuple[Scalar, ...]] = {
+        "rw": tuple(r.axis("rw", "randread", _rw, "an fio rw mode", "randread")),
+        "bs": tuple(r.axis("bs", "4k", _fio_size, "a block size such as 4k", "4k")),
+        "iodepth": tuple(r.axis("iodepth", 1, _positive_int, "a whole number", 1)),
+        "numjobs": tuple(r.axis("numjobs", 1, _positive_int, "a whole number", 1)),
+        "size": tuple(r.axis("size", "256M", _fio_size, "a size such as 1G", "256M")),
+        "runtime": tuple(r.axis("runtime", "10s", _seconds, "a duration such as 10s", 10.0)),
+        "ioengine": tuple(r.axis("ioengine", "libaio", str, "an fio ioengine", "libaio")),
+        "direct": tuple(r.axis("direct", True, _flag, "true or false", 1)),
+    }
+    if r.has("rwmixread"):
+        matrix["rwmixread"] = tuple(r.axis("rwmixread", 50, _percent, "a percentage", 50))
+        if not any(rw in MIXED for rw in matrix["rw"]):
+            r.problem("rwmixread", "only applies to mixed modes",
+                      f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    r.finish()
+    return FioSpec(name, "fio", matrix, options=options)
+
+
+def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
+    """The matrix, minus rwmixread for modes that do not mix (no duplicate cases)."""
+    seen: dict[str, dict[str, Scalar]] = {}
+    for case in spec.cases():
+        if "rwmixread" in case and case["rw"] not in MIXED:
+            case = {k: v for k, v in case.items() if k != "rwmixread"}
+        seen.setdefault(json.dumps(case, sort_keys=True), case)
+    return list(seen.values())
+
+
+def _data_file(params: Params, built: Built) -> tuple[str, bool]:
+    """(fio filename, is_block_device). One file per size, shared by every mode and depth."""
+    if built.path is not None:
+        return str(built.path / f"volbench-fio-{params['size']}.dat"), False
+    if built.block_device is None:
+        raise ParseError("fio", built.name, "target has neither a directory nor a device")
+    return built.block_device, True
+
+
+def _job_args(spec: FioSpec, params: Params, built: Built) -> list[str]:
+    filename, _ = _data_file(params, built)
+    args = [f"--name={spec.name}", f"--filename={filename}"]
+    for key in ("rw", "bs", "iodepth", "numjobs", "size", "ioengine", "direct", "rwmixread"):
+        if key in params:
+            args.append(f"--{key}={params[key]}")
+    args += [f"--runtime={params['runtime']:g}", "--time_based=1", "--group_reporting=1"]
+    args += [f"--{k}={v}" for k, v in spec.options.items()]
+    return args
+
+
+def setup_key(spec: FioSpec, params: Params) -> str:
+    return f"fio-layout-{params.get('size', 'jobfile')}"
+
+
+def setup(spec: FioSpec, params: Params, built: Built, rundir: Path) -> list[Invocation]:
+    """Write the data file once, fully, with direct I/O, so later reads hit real blocks.
+
+    Not `create_only=1`: for a write job fio then only fallocates, and reads of
+    unwritten extents return zeros without touching the disk (seen here: 1 M IOPS
+    and no device I/O at all).
+    """
+    if spec.jobfile is not None:
+        return []
+    filename, _ = _data_file(params, built)
+    argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
+            "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
+            "--end_fsync=1", "--output-format=json", f"--output={rundir / 'layout.json'}"]
+    size = units.parse_size(str(params["size"]))
+    return [Invocation(tuple(argv), timeout=120 + size / (5 * 1024**2), throttled=False)]
+
+
+def command(spec: FioSpec, params: Params, built: Built, rundir: Path) -> Invocation:
+    out = rundir / "fio.json"
+    common = ["fio", "--output-format=json+", f"--output={out}",
+              f"--write_iops_log={LOG_PREFIX}", f"--write_bw_log={LOG_PREFIX}",
+              "--log_avg_msec=1000"]
+    if spec.jobfile is not None:
+        argv = [*common, *(f"--{k}={v}" for k, v in spec.options.items())]
+        if built.path is not None:
+            argv.append(f"--directory={built.path}")
+        argv.append(str(spec.jobfile))
+        # A job file sets its own runtime; allow an hour unless options say otherwise.
+        timeout = 3600.0
+    else:
+        argv = [*common, *_job_args(spec, params, built)]
+        timeout = 3 * float(params["runtime"]) + 120
+    env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
+    return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
+                      outputs={"fio.json": out}, output_globs=(f"{LOG_PREFIX}_*.log",))
+
+
+def estimate(spec: FioSpec, params: Params) -> float:
+    return float(params.get("runtime", 60)) + OVERHEAD_S
+
+
+def working_set(spec: FioSpec, params: Params) -> int | None:
+    if "size" not in params:
+        return None
+    return units.parse_size(str(params["size"]))
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+def load_json(text: str, source: str) -> dict[str, Any]:
+    """fio's JSON, skipping any text fio printed before it (warnings, client banners)."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(data, dict) and ("jobs" in data or "client_stats" in data):
+            return data
+        start = text.find("{", start + 1)
+    raise ParseError("fio", source, "no fio JSON object with 'jobs' or 'client_stats' found")
+
+
+def _pct_name(key: str) -> str:
+    return f"{float(key):g}"
+
+
+def _latency(stats: Mapping[str, Any], prefix: str, scale: float, tags: dict[str, str],
+             out: list[Metric]) -> None:
+    for field_name, metric in (("mean", "mean"), ("min", "min"), ("max", "max"),
+                               ("stddev", "stddev")):
+        if field_name in stats:
+            out.append(Metric(f"{prefix}_{metric}", float(stats[field_name]) * scale, "s", tags))
+    percentiles = stats.get("percentile") or {}
+    for key, value in percentiles.items():
+        out.append(Metric(f"{prefix}_p{_pct_name(key)}", float(value) * scale, "s", tags))
+
+
+def _latency_sources(side: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], float]]:
+    """lat/clat/slat stats and their scale to seconds (3.x: ns; 2.x: µs)."""
+    found: dict[str, tuple[Mapping[str, Any], float]] = {}
+    for name in ("lat", "clat", "slat"):
+        if isinstance(side.get(f"{name}_ns"), Mapping):
+            found[name] = (side[f"{name}_ns"], 1e-9)
+        elif isinstance(side.get(name), Mapping):
+            found[name] = (side[name], 1e-6)
+    return found
+
+
+def _side_metrics(side: Mapping[str, Any], tags: dict[str, str], out: list[Metric],
+                  hists: list[Histogram]) -> None:
+    out.append(Metric("iops", float(side.get("iops", 0.0)), "op/s", tags))
+    bw = side.get("bw_bytes")
+    out.append(Metric("bw", float(bw) if bw is not None else float(side.get("bw", 0)) * 1024,
+                      "B/s", tags))
+    io = side.get("io_bytes")
+    out.append(Metric("io_bytes", float(io) if io is not None else
+                      float(side.get("io_kbytes", 0)) * 1024, "B", tags))
+    if "runtime" in side:
+        out.append(Metric("runtime", float(side["runtime"]) / 1000, "s", tags))
+    for name, (stats, scale) in _latency_sources(side).items():
+        _latency(stats, name, scale, tags, out)
+        bins = stats.get("bins")
+        if isinstance(bins, Mapping) and bins:
+            pairs = sorted((float(k) * scale, int(v)) for k, v in bins.items())
+            hists.append(Histogram(name, "s", tuple(pairs), tags))
+
+
+def _job_entries(data: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
+    """(job, tags) pairs; client/server output is tagged by host, with "All clients" as `all`."""
+    if "client_stats" in data:
+        entries = []
+        for job in data["client_stats"]:
+            host = str(job.get("hostname", "?"))
+            if job.get("jobname") == "All clients":
+                host = "all"
+            entries.append((job, {"host": host}))
+        return entries
+    return [(job, {}) for job in data.get("jobs", [])]
+
+
+def parse_json(text: str, source: str = "fio output") -> Parsed:
+    data = load_json(text, source)
+    entries = _job_entries(data)
+    if not entries:
+        raise ParseError("fio", source, "the JSON holds no job results")
+    several = len({str(j.get("jobname")) for j, _ in entries}) > 1 or len(entries) > 1
+    metrics: list[Metric] = []
+    hists: list[Histogram] = []
+    for job, base_tags in entries:
+        tags = dict(base_tags)
+        if several and "host" not in tags:
+            tags["job"] = str(job.get("jobname", "?"))
+        if job.get("error"):
+            raise ParseError("fio", source, f"job {job.get('jobname')} reported error "
+                                            f"{job['error']}")
+        for op in OPS:
+            side = job.get(op)
+            if isinstance(side, Mapping) and (side.get("io_bytes") or side.get("io_kbytes")
+                                               or side.get("total_ios")):
+                _side_metrics(side, {**tags, "op": op}, metrics, hists)
+        for key, name in (("usr_cpu", "cpu_usr"), ("sys_cpu", "cpu_sys")):
+            if key in job:
+                metrics.append(Metric(name, float(job[key]), "%", tags))
+    for disk in data.get("disk_util", []) or []:
+        if "util" in disk:
+            metrics.append(Metric("disk_util", float(disk["util"]), "%",
+                                  {"device": str(disk.get("name", "?"))}))
+    return Parsed(tuple(metrics), (), tuple(hists))
+
+
+_LOG_NAME = re.compile(rf"^{LOG_PREFIX}_(iops|bw)\.(\d+)\.log$")
+
+
+def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
+    """Per-second IOPS/bandwidth series from fio's averaged logs, summed over jobs."""
+    sums: dict[tuple[str, str], dict[float, float]] = {}
+    for name, text in logs.items():
+        m = _LOG_NAME.match(Path(name).name)
+        if not m:
+            continue
+        kind = m.group(1)
+        for line in text.splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) < 3:
+                continue
+            t_ms, value, ddir = float(parts[0]), float(parts[1]), int(parts[2])
+            op = OPS[ddir] if 0 <= ddir < len(OPS) else "other"
+            # Each averaged sample covers the second that ends at t: round to that second.
+            t = round(t_ms / 1000.0)
+            scale = 1024.0 if kind == "bw" else 1.0  # bw logs are KiB/s
+            bucket = sums.setdefault((kind, op), {})
+            bucket[t] = bucket.get(t, 0.0) + value * scale
+    series = []
+    for (kind, op), points in sorted(sums.items()):
+        unit = "B/s" if kind == "bw" else "op/s"
+        series.append(Series(kind, unit, tuple(sorted(points.items())), {"op": op}))
+    return tuple(series)
+
+
+def parse_output(spec: FioSpec, params: Params, outputs: Mapping[str, str]) -> Parsed:
+    if "fio.json" not in outputs:
+        raise ParseError("fio", "run", "fio wrote no JSON output file")
+    parsed = parse_json(outputs["fio.json"], "fio.json")
+    logs = {k: v for k, v in outputs.items() if k.endswith(".log")}
+    return Parsed(parsed.metrics, parse_logs(logs), parsed.histograms)
+
+
+KIND = WorkloadKind(
+    "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
+    parse, cases, setup, setup_key, command, parse_output, estimate, tools=("fio",),
+    working_set=working_set,
+)
