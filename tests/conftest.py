@@ -1,0 +1,86 @@
+"""Shared fixtures: every test gets its own journal directory and work directory,
+waits politely for one of the machine's few loop devices, and root tests check
+that they left no loop device, mount, cgroup or process behind.
+
+Set VOLBENCH_TESTS_STRICT=1 (CI does) to turn "tool missing" and "not root"
+skips into failures: a CI machine must run every test for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from volbench import devices, mounts
+from volbench.cgroups import BLKIO
+
+STRICT = os.environ.get("VOLBENCH_TESTS_STRICT") == "1"
+DATA = Path(__file__).parent / "data"
+
+
+def need(condition: bool, why: str) -> None:
+    """Skip (or, in strict mode, fail) when a requirement is missing."""
+    if condition:
+        return
+    if STRICT:
+        pytest.fail(f"requirement missing in strict mode: {why}")
+    pytest.skip(why)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("root") and os.geteuid() != 0:
+            if STRICT:
+                item.add_marker(pytest.mark.xfail(reason="root required", strict=True))
+            else:
+                item.add_marker(pytest.mark.skip(reason="needs root"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Journals of this test only, so `cleanup` in one test never touches another's."""
+    monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
+    # Eight loop devices for the whole machine: wait for a free one instead of failing.
+    monkeypatch.setenv(devices.LOOP_WAIT_ENV, "600")
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A directory on a disk filesystem (images need O_DIRECT; tmpfs has none)."""
+    path = Path("/var/tmp/volbench-tests") / uuid.uuid4().hex[:12]
+    path.mkdir(parents=True)
+    yield path
+    leaks = leftovers(path)
+    shutil.rmtree(path, ignore_errors=True)
+    assert not leaks, f"test left resources behind: {leaks}"
+
+
+def leftovers(path: Path) -> list[str]:
+    """Loop devices backed by files under `path`, mounts under it, our cgroups."""
+    found: list[str] = []
+    prefix = str(path)
+    out = devices.proc.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout
+    if out.strip():
+        for dev in json.loads(out).get("loopdevices", []):
+            if str(dev.get("back-file") or "").startswith(prefix):
+                found.append(f"loop {dev['name']} -> {dev['back-file']}")
+    found += [f"mount {m}" for m in mounts.mounted_under(path)]
+    if BLKIO.exists():
+        found += [f"cgroup {p}" for p in BLKIO.glob(f"volbench-{os.getpid()}-*")]
+    return found
+
+
+def tool(name: str) -> str:
+    """Path of a tool the test needs (skip or fail in strict mode when missing)."""
+    from volbench import tools
+
+    path = tools.find(name)
+    need(path is not None, f"{name} is not installed")
+    assert path is not None
+    return path
