@@ -19,6 +19,7 @@ from volbench.store import Store
 from volbench.targets.base import Built
 from volbench.units import format_duration, format_size
 from volbench.workloads import KINDS as WORKLOAD_KINDS
+from volbench.workloads.base import RunContext
 
 DEFAULT_DB = Path("volbench.db")
 EXIT_RUNS_FAILED = 3
@@ -64,7 +65,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         spec = exp.workload(run.workload)
         placeholder = Built(run.target, exp.target(run.target).type,
                             path=Path(f"<{run.target}>"), block_device=f"<{run.target}-dev>")
-        inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, placeholder, Path("<rundir>"))
+        ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"})
+        inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx)
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
         print(f"{i:4d} {tag:>4} {run.target:<16} {command_line(inv.argv)}")
     try:

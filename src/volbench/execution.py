@@ -18,7 +18,7 @@ from volbench import cgroups, diskstats, proc
 from volbench.errors import VolbenchError
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
-from volbench.workloads.base import Invocation, WorkloadKind, WorkloadSpec
+from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 # Raw files larger than this are cut (and marked) so one chatty log cannot bloat the database.
@@ -73,17 +73,18 @@ def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker |
 
 
 def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: Params,
-            repetition: int, warmup: bool, built: Built, rundir: Path,
+            repetition: int, warmup: bool, ctx: RunContext,
             tracker: proc.ProcessTracker | None, drop: bool,
             extra_annotations: Mapping[str, Any] | None = None) -> RunResult:
     """Run one case once and describe the outcome as a RunResult (never raises VolbenchError)."""
     annotations: dict[str, Any] = dict(extra_annotations or {})
+    built = ctx.built
     started = time.time()
     inv: Invocation | None = None
     done: proc.Completed | None = None
     try:
-        inv = kind.command(workload, params, built, rundir)
-        prepare_rundir(rundir, inv.user)
+        inv = kind.command(workload, params, ctx)
+        prepare_rundir(ctx.rundir, inv.user)
         if drop:
             why = drop_caches()
             if why:
@@ -110,7 +111,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         status, error = Status.FAILED, f"exit code {done.returncode}: {tail}"
     else:
         try:
-            parsed = kind.parse_output(workload, params, outputs)
+            parsed = kind.parse_output(workload, params, RunOutput(
+                outputs, done.elapsed, done.user_time, done.sys_time, done.returncode))
         except VolbenchError as exc:
             status, error = Status.FAILED, str(exc)
     return RunResult(target, workload.name, params, repetition, status, done.started,

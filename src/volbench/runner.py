@@ -15,10 +15,10 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 from volbench import hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError
@@ -32,6 +32,7 @@ from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import BuildContext, Built, open_target
 from volbench.workloads import KINDS as WORKLOAD_KINDS
+from volbench.workloads.base import Invocation, RunContext, ServiceContext, ServiceHandle
 
 
 class Progress(Protocol):
@@ -109,6 +110,9 @@ class Session:
         self.progress, self.journal, self.workdir = progress, jrnl, workdir
         self.outcome = Outcome(experiment_id, Path(store.path))
         self.setups: dict[tuple[str, str], str | None] = {}  # (target, key) -> error
+        # (target, service key) -> the open service, or the error that stopped it.
+        self.services: dict[tuple[str, str], ServiceHandle | str] = {}
+        self._stack: ExitStack | None = None
         self._runs = 0
 
     def rundir(self, label: str) -> Path:
@@ -135,63 +139,110 @@ class Session:
             self.store.save_target(self.id, name, spec.type, "built", built[name].info)
         return built
 
-    def ensure_setup(self, run: PlannedRun, built: Built) -> str | None:
+    def service(self, run: PlannedRun, built: Built) -> ServiceHandle | str | None:
+        """The run's service (opened on first use, closed with its target group)."""
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        if kind.service is None:
+            return None
+        key = (run.target, kind.service_key(spec, run.params))
+        if key not in self.services:
+            assert self._stack is not None
+            scope = self.journal.scope()
+            sctx = ServiceContext(scope, built,
+                                  make_dir(scope, self.workdir / f"service-{len(self.services)}"))
+            try:
+                self._stack.enter_context(scope)
+                self.services[key] = self._stack.enter_context(
+                    kind.service(spec, run.params, sctx))
+            except VolbenchError as exc:
+                self.services[key] = f"service failed: {exc}"
+        return self.services[key]
+
+    def ensure_setup(self, run: PlannedRun, ctx: RunContext) -> str | None:
         """Untimed setup shared by cases (fio's data file); returns an error, if any."""
         spec = self.exp.workload(run.workload)
         kind = WORKLOAD_KINDS[spec.tool]
         key = (run.target, kind.setup_key(spec, run.params))
         if key not in self.setups:
-            error = None
+            rundir = self.rundir(f"setup-{run.target}")
             try:
-                rundir = self.rundir(f"setup-{run.target}")
-                for inv in kind.setup(spec, run.params, built, rundir):
-                    prepare_rundir(rundir, inv.user)
-                    done = run_invocation(inv, built, self.journal)
-                    if done.timed_out or done.returncode != 0:
-                        tail = " | ".join((done.stderr or done.stdout).splitlines()[-3:])
-                        error = f"setup failed ({' '.join(inv.argv[:3])} …): {tail}"
-                        break
-            except VolbenchError as exc:
-                error = f"setup failed: {exc}"
-            self.setups[key] = error
-        return self.setups[key]
-
-    def execute(self, run: PlannedRun, built: Built) -> RunResult:
-        spec = self.exp.workload(run.workload)
-        kind = WORKLOAD_KINDS[spec.tool]
-        self.progress.run_started(run)
-        setup_error = self.ensure_setup(run, built)
-        if setup_error:
-            now = time.time()
-            result = RunResult(run.target, run.workload, run.params, run.repetition,
-                               Status.FAILED, now, now, run.warmup, error=setup_error)
-        else:
-            working_set = kind.working_set(spec, run.params)
-            rundir = self.rundir(f"{run.target}-{run.workload}")
-            try:
-                result = measure(target=run.target, workload=spec, kind=kind,
-                                 params=run.params, repetition=run.repetition,
-                                 warmup=run.warmup, built=built, rundir=rundir,
-                                 tracker=self.journal, drop=self.exp.drop_caches,
-                                 extra_annotations={"working_set_bytes": working_set}
-                                 if working_set else None)
-            except (Interrupted, KeyboardInterrupt) as exc:
-                now = time.time()
-                self.store.save_run(self.id, RunResult(
-                    run.target, run.workload, run.params, run.repetition, Status.INTERRUPTED,
-                    now, now, run.warmup, error=str(exc) or "interrupted"))
-                raise
+                self.setups[key] = self.run_steps(
+                    kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,
+                    "setup")
             finally:
                 shutil.rmtree(rundir, ignore_errors=True)
+        return self.setups[key]
+
+    def run_steps(self, steps: list[Invocation], built: Built, what: str) -> str | None:
+        """Run untimed steps in order; the first failure's description, or None."""
+        try:
+            for inv in steps:
+                if inv.cwd is not None:
+                    prepare_rundir(inv.cwd, inv.user)
+                for path in inv.outputs.values():
+                    prepare_rundir(path.parent, inv.user)
+                done = run_invocation(inv, built, self.journal)
+                if done.timed_out or done.returncode != 0:
+                    tail = " | ".join((done.stderr or done.stdout).splitlines()[-3:])
+                    return f"{what} failed ({' '.join(inv.argv[:3])} …): {tail}"
+        except VolbenchError as exc:
+            return f"{what} failed: {exc}"
+        return None
+
+    def _failed(self, run: PlannedRun, error: str) -> RunResult:
+        now = time.time()
+        return RunResult(run.target, run.workload, run.params, run.repetition, Status.FAILED,
+                         now, now, run.warmup, error=error)
+
+    def execute(self, run: PlannedRun, built: Built) -> RunResult:
+        self.progress.run_started(run)
+        rundir = self.rundir(f"{run.target}-{run.workload}")
+        try:
+            result = self._execute(run, built, rundir)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            now = time.time()
+            self.store.save_run(self.id, RunResult(
+                run.target, run.workload, run.params, run.repetition, Status.INTERRUPTED,
+                now, now, run.warmup, error=str(exc) or "interrupted"))
+            raise
+        finally:
+            shutil.rmtree(rundir, ignore_errors=True)
         self.store.save_run(self.id, result)
         counts = self.outcome.counts
         counts[str(result.status)] = counts.get(str(result.status), 0) + 1
         self.progress.run_finished(run, result)
         return result
 
+    def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        service = self.service(run, built)
+        if isinstance(service, str):
+            return self._failed(run, service)
+        ctx = RunContext(built, rundir, service.values if service else {})
+        setup_error = self.ensure_setup(run, ctx)
+        if setup_error:
+            return self._failed(run, setup_error)
+        extra: dict[str, Any] = {}
+        working_set = kind.working_set(spec, run.params)
+        if working_set:
+            extra["working_set_bytes"] = working_set
+        if service is not None and service.info:
+            extra["service"] = dict(service.info)
+        result = measure(target=run.target, workload=spec, kind=kind, params=run.params,
+                         repetition=run.repetition, warmup=run.warmup, ctx=ctx,
+                         tracker=self.journal, drop=self.exp.drop_caches,
+                         extra_annotations=extra)
+        after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
+        if after_error:
+            result = replace(result, annotations={**result.annotations, "after": after_error})
+        return result
+
     def run_group(self, group: tuple[str, ...], done: set[tuple[str, int, bool]],
                   repetitions: int) -> None:
         with ExitStack() as stack:
+            self._stack = stack
             built = self.build_group(stack, group)
             for run in self.plan.runs_for(group, repetitions):
                 if run.target not in built:
@@ -200,6 +251,8 @@ class Session:
                     self.outcome.skipped += 1
                     continue
                 self.execute(run, built[run.target])
+            self.services.clear()
+        self._stack = None
 
 
 def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,

@@ -1,18 +1,26 @@
 """What every workload module provides. Workloads build argv and parse output; they never run.
 
 A workload spec holds a *matrix*: each axis is a parameter with one or more
-values; its cases are the cross product. The runner starts the processes.
+values; its cases are the cross product. The runner starts every process.
+
+A workload that needs a server (pgbench needs PostgreSQL) names a *service*: a
+context manager from `volbench.services` that the runner opens once per target
+(and service key) before the first run that needs it, journaled and torn down
+like any target resource. The service yields a `ServiceHandle` whose values
+(socket directory, port, …) reach `setup`/`command` through `RunContext.service`.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from volbench.fields import Reader
+from volbench.journal import Scope
 from volbench.model import Params, Parsed, Scalar
 from volbench.targets.base import Built
 
@@ -28,6 +36,15 @@ class WorkloadSpec:
         keys = list(self.matrix)
         combos = itertools.product(*(self.matrix[k] for k in keys))
         return [dict(zip(keys, combo, strict=True)) for combo in combos]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where a run happens: the built target, a scratch directory, the service's values."""
+
+    built: Built
+    rundir: Path
+    service: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -48,20 +65,63 @@ class Invocation:
 
 
 @dataclass(frozen=True)
+class RunOutput:
+    """Everything a parser may read about one finished run."""
+
+    outputs: Mapping[str, str]
+    # Wall-clock seconds of the process, and its (and its children's) CPU seconds.
+    elapsed: float = 0.0
+    user_time: float = 0.0
+    sys_time: float = 0.0
+    exit_code: int = 0
+
+
+@dataclass(frozen=True)
+class ServiceHandle:
+    # Values workloads need to reach the service (e.g. {"host": "/sock", "port": "5499"}).
+    values: Mapping[str, str]
+    # Settings and facts to record with every run that used it.
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ServiceContext:
+    scope: Scope
+    built: Built
+    # A private directory (outside the target) for sockets, logs and the like.
+    workdir: Path
+
+
+ServiceOpener = Callable[[Any, Params, ServiceContext], AbstractContextManager[ServiceHandle]]
+
+
+def _no_setup(spec: Any, params: Params, ctx: RunContext) -> list[Invocation]:
+    return []
+
+
+def _whole_spec(spec: Any, params: Params) -> str:
+    return str(getattr(spec, "name", ""))
+
+
+@dataclass(frozen=True)
 class WorkloadKind:
     name: str
     summary: str
     parse: Callable[[Reader, str], WorkloadSpec]
     # The cases of a spec (the matrix's product, minus combinations that mean nothing).
     cases: Callable[[Any], list[dict[str, Scalar]]]
-    # Untimed setup before the first measured run of a case (e.g. laying out fio's file).
-    # Cases with the same setup key share one setup per target.
-    setup: Callable[[Any, Params, Built, Path], list[Invocation]]
-    setup_key: Callable[[Any, Params], str]
-    command: Callable[[Any, Params, Built, Path], Invocation]
-    parse_output: Callable[[Any, Params, Mapping[str, str]], Parsed]
+    command: Callable[[Any, Params, RunContext], Invocation]
+    parse_output: Callable[[Any, Params, RunOutput], Parsed]
     # Expected seconds per run (for plan estimates and the progress bar ETA).
     estimate: Callable[[Any, Params], float]
+    # Untimed setup before the first measured run of a case (e.g. laying out fio's file).
+    # Cases with the same setup key share one setup per target.
+    setup: Callable[[Any, Params, RunContext], list[Invocation]] = _no_setup
+    setup_key: Callable[[Any, Params], str] = _whole_spec
+    # Untimed steps after every measured run (e.g. a user job's cleanup command).
+    after: Callable[[Any, Params, RunContext], list[Invocation]] = _no_setup
+    service: ServiceOpener | None = None
+    service_key: Callable[[Any, Params], str] = _whole_spec
     tools: tuple[str, ...] = ()
     needs_root: bool = False
     # Working set in bytes for a case (compared with RAM), if the workload knows it.

@@ -21,7 +21,7 @@ from volbench.errors import ParseError
 from volbench.fields import Reader
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.targets.base import Built
-from volbench.workloads.base import Invocation, WorkloadKind, WorkloadSpec
+from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
       "randtrim")
@@ -139,7 +139,7 @@ def setup_key(spec: FioSpec, params: Params) -> str:
     return f"fio-layout-{params.get('size', 'jobfile')}"
 
 
-def setup(spec: FioSpec, params: Params, built: Built, rundir: Path) -> list[Invocation]:
+def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
     """Write the data file once, fully, with direct I/O, so later reads hit real blocks.
 
     Not `create_only=1`: for a write job fio then only fallocates, and reads of
@@ -148,15 +148,16 @@ def setup(spec: FioSpec, params: Params, built: Built, rundir: Path) -> list[Inv
     """
     if spec.jobfile is not None:
         return []
-    filename, _ = _data_file(params, built)
+    filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
-            "--end_fsync=1", "--output-format=json", f"--output={rundir / 'layout.json'}"]
+            "--end_fsync=1", "--output-format=json", f"--output={ctx.rundir / 'layout.json'}"]
     size = units.parse_size(str(params["size"]))
     return [Invocation(tuple(argv), timeout=120 + size / (5 * 1024**2), throttled=False)]
 
 
-def command(spec: FioSpec, params: Params, built: Built, rundir: Path) -> Invocation:
+def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
+    built, rundir = ctx.built, ctx.rundir
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
               f"--write_iops_log={LOG_PREFIX}", f"--write_bw_log={LOG_PREFIX}",
@@ -320,7 +321,8 @@ def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
     return tuple(series)
 
 
-def parse_output(spec: FioSpec, params: Params, outputs: Mapping[str, str]) -> Parsed:
+def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
+    outputs = run.outputs
     if "fio.json" not in outputs:
         raise ParseError("fio", "run", "fio wrote no JSON output file")
     parsed = parse_json(outputs["fio.json"], "fio.json")
@@ -330,6 +332,6 @@ def parse_output(spec: FioSpec, params: Params, outputs: Mapping[str, str]) -> P
 
 KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
-    parse, cases, setup, setup_key, command, parse_output, estimate, tools=("fio",),
-    working_set=working_set,
+    parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
+    tools=("fio",), working_set=working_set,
 )
