@@ -166,6 +166,7 @@ class Session:
         key = (run.target, kind.setup_key(spec, run.params))
         if key not in self.setups:
             rundir = self.rundir(f"setup-{run.target}")
+            prepare_rundir(rundir, None)
             try:
                 self.setups[key] = self.run_steps(
                     kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,

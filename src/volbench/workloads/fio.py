@@ -153,7 +153,8 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
             "--end_fsync=1", "--output-format=json", f"--output={ctx.rundir / 'layout.json'}"]
     size = units.parse_size(str(params["size"]))
-    return [Invocation(tuple(argv), timeout=120 + size / (5 * 1024**2), throttled=False)]
+    return [Invocation(tuple(argv), timeout=120 + size / (5 * 1024**2), throttled=False,
+                       outputs={"layout.json": ctx.rundir / "layout.json"})]
 
 
 def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:

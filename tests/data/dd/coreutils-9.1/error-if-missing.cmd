@@ -1,0 +1,3 @@
+dd if=/tmp/capture-disk/mnt/work/does-not-exist of=/dev/null bs=1M count=1
+# setup: on xfs over a 1 GiB loop device (/dev/loop0 backed by a sparse file in /tmp, losetup --direct-io=on), Debian 12, kernel 6.18.44-fc-v769, 2 cores
+# exit code 1; if= names a missing file

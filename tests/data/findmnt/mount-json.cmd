@@ -1,0 +1,3 @@
+findmnt --json /tmp/capture-disk/mnt
+# setup: on xfs over a 1 GiB loop device (/dev/loop0 backed by a sparse file in /tmp, losetup --direct-io=on), Debian 12, kernel 6.18.44-fc-v769, 2 cores
+# exit code 0; findmnt from util-linux 2.38.1

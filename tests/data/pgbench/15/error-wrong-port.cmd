@@ -1,0 +1,3 @@
+pgbench -h /tmp/capture-pg/sock -p 5498 -U postgres -c 1 -T 1 bench
+# setup: throwaway PostgreSQL 15.20 cluster (initdb defaults, unix socket only) (data directory under /tmp/capture-pg on the VM's virtio root disk), client and server on the same 2-core Debian 12 VM; pgbench 15.20
+# exit code 1 (also in error-wrong-port.exitcode); stdout and stderr kept separately; nothing listens on port 5498

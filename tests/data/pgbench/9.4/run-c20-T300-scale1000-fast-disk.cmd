@@ -1,0 +1,3 @@
+pgbench -c 20 -T 300 pgbench
+# source: /work/shared/seeds/002_0f7064baa6478e75.txt (blog post, Japanese, NIFTY Cloud "高速ディスクはどれぐらい速いのか?": CentOS 6.6, PostgreSQL 9.4 from PGDG, ext4, 8 vCPU / 32 GB) lines 221-231, copied verbatim
+# fast disk, scale 1000; terminal capture as above
