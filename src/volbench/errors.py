@@ -46,6 +46,13 @@ class ToolMissing(VolbenchError):
         super().__init__(f"{tool} not found{what}; {how}")
 
 
+def key_lines(output: str) -> list[str]:
+    """The lines of a tool's error output worth showing: tools put the reason first
+    (mkfs then prints its whole usage) or last (a stack of context lines), so keep both ends."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    return lines if len(lines) <= 3 else [lines[0], lines[1], "…", lines[-1]]
+
+
 class CommandFailed(VolbenchError):
     """A process exited non-zero (the exit code decides, never stderr)."""
 
@@ -53,7 +60,7 @@ class CommandFailed(VolbenchError):
         self.argv = list(argv)
         self.returncode = returncode
         self.stderr = stderr
-        tail = " | ".join(stderr.strip().splitlines()[-3:])
+        tail = " | ".join(key_lines(stderr))
         msg = f"command failed with exit code {returncode}: {' '.join(argv)}"
         if tail:
             msg += f": {tail}"
@@ -70,8 +77,12 @@ class CommandTimeout(CommandFailed):
                      "raise the timeout if the workload needs longer",)
 
 
-class Interrupted(VolbenchError):
-    """SIGTERM/SIGINT arrived; raised so every context manager tears down."""
+class Interrupted(BaseException):
+    """SIGTERM/SIGINT arrived; raised so every context manager tears down.
+
+    A BaseException, like KeyboardInterrupt, so that handlers recording a failed
+    run (`except VolbenchError`) never swallow it and carry on.
+    """
 
     def __init__(self, signal_name: str) -> None:
         self.signal_name = signal_name

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from volbench import cgroups, diskstats, proc
-from volbench.errors import VolbenchError
+from volbench.errors import VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -107,7 +107,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
     if done.timed_out:
         status, error = Status.TIMEOUT, f"killed after the {inv.timeout:g} s timeout"
     elif done.returncode != 0:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        tail = " | ".join(key_lines(done.stderr or done.stdout))
         status, error = Status.FAILED, f"exit code {done.returncode}: {tail}"
     else:
         try:

@@ -104,11 +104,10 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
     problems: list[Problem] = []
     r = Reader(document, "", problems)
     name = r.text("name", "experiment")
-    targets = _targets(r, problems)
+    targets, names = _targets(r, problems)
     workloads = _workloads(r)
     repeat = _repeat(r)
     baseline = r.text("baseline", "") or None
-    names = [t.name for t in targets]
     if baseline is not None and names and baseline not in names:
         r.problem("baseline", f"'{baseline}' is not a target name",
                   did_you_mean(baseline, names) or f"targets are: {', '.join(names)}")
@@ -133,7 +132,7 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
     return experiment
 
 
-def _unique(r: Reader, key: str, items: list[Reader]) -> list[str]:
+def _unique(key: str, items: list[Reader]) -> list[str]:
     names: list[str] = []
     for item in items:
         name = item.text("name")
@@ -147,11 +146,12 @@ def _unique(r: Reader, key: str, items: list[Reader]) -> list[str]:
     return names
 
 
-def _targets(r: Reader, problems: list[Problem]) -> list[TargetSpec]:
+def _targets(r: Reader, problems: list[Problem]) -> tuple[list[TargetSpec], list[str]]:
+    """The parsed targets, and every name given (also of entries with other problems)."""
     items = r.items("targets")
     if r.has("targets") and not items and not any(p.path == "targets" for p in problems):
         r.problem("targets", "no targets", "list at least one storage layout to test")
-    names = _unique(r, "targets", items)
+    names = _unique("targets", items)
     specs: list[TargetSpec] = []
     for item, name in zip(items, names, strict=True):
         kind_name = item.text("type")
@@ -165,7 +165,7 @@ def _targets(r: Reader, problems: list[Problem]) -> list[TargetSpec]:
         limits = _limits(item)
         specs.append(kind.parse(item, name, limits))
         item.finish()
-    return specs
+    return specs, [n for n in names if n]
 
 
 def _limits(item: Reader) -> cgroups.Limits:
@@ -199,7 +199,7 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
     items = r.items("workloads")
     if r.has("workloads") and not items and isinstance(r.data.get("workloads"), list):
         r.problem("workloads", "no workloads", "list at least one, e.g. {tool: fio}")
-    names = _unique(r, "workloads", items)
+    names = _unique("workloads", items)
     specs: list[WorkloadSpec] = []
     for item, name in zip(items, names, strict=True):
         tool = item.text("tool")

@@ -72,8 +72,8 @@ class Reader:
         try:
             return convert(value)
         except (ValueError, TypeError) as exc:
-            detail = str(exc) if str(exc) else f"expected {expected}"
-            self.problem(key, detail if expected in detail else f"{detail}; expected {expected}")
+            # A converter's own message is specific ("'x' is not one of …"); use it as is.
+            self.problem(key, str(exc) or f"expected {expected}")
             return placeholder
 
     # -- typed fields -------------------------------------------------------------------

@@ -159,8 +159,15 @@ class Scope:
             self._entries.remove(entry)
 
     def close(self) -> list[str]:
-        """Undo everything in reverse order; returns the error messages (never raises)."""
+        """Undo everything in reverse order; returns the error messages.
+
+        An interruption (SIGTERM, Ctrl-C) arriving during teardown does not stop
+        it: the remaining resources are still removed, then the interruption is
+        raised again.
+        """
         errors: list[str] = []
+        interruption: BaseException | None = None
+        retried: set[int] = set()
         while self._entries:
             entry = self._entries.pop()
             try:
@@ -168,6 +175,13 @@ class Scope:
                 self.journal.release(entry)
             except Exception as exc:  # keep tearing down the rest; report at the end
                 errors.append(f"{entry.kind} {entry.data}: {exc}")
+            except BaseException as exc:
+                interruption = interruption or exc
+                if entry.id not in retried:  # interrupted mid-undo: try it once more
+                    retried.add(entry.id)
+                    self._entries.append(entry)
+        if interruption is not None:
+            raise interruption
         return errors
 
     def __enter__(self) -> Scope:

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from volbench import hostinfo, journal, tools
-from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError
+from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
 from volbench.model import RunResult, Status
@@ -185,7 +185,7 @@ class Session:
                     prepare_rundir(path.parent, inv.user)
                 done = run_invocation(inv, built, self.journal)
                 if done.timed_out or done.returncode != 0:
-                    tail = " | ".join((done.stderr or done.stdout).splitlines()[-3:])
+                    tail = " | ".join(key_lines(done.stderr or done.stdout))
                     return f"{what} failed ({' '.join(inv.argv[:3])} …): {tail}"
         except VolbenchError as exc:
             return f"{what} failed: {exc}"

@@ -13,6 +13,9 @@ from volbench.filesystems import FsSpec, make_and_mount, parse_fs
 from volbench.mounts import mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
+# mkfs refuses smaller devices (xfsprogs 6: "Filesystem must be larger than 300MB").
+MIN_SIZE = {"xfs": 300 * 2**20, "ext4": 16 * 2**20, "btrfs": 128 * 2**20}
+
 
 @dataclass(frozen=True)
 class LoopdiskSpec(TargetSpec):
@@ -27,9 +30,12 @@ def parse(r: Reader, name: str, limits: Limits) -> LoopdiskSpec:
         r.problem("disks", "a loopdisk is one disk",
                   "use type: btrfs to combine disks here, or lvm/mdraid in the lab")
     size = r.size("size", "1G")
-    if r.has("size") and size < 64 * 1024**2:
-        r.problem("size", "must be at least 64M (xfs and btrfs need room for metadata)")
-    return LoopdiskSpec(name, "loopdisk", limits, size=size, fs=parse_fs(r),
+    fs = parse_fs(r)
+    minimum = MIN_SIZE.get(fs.fs, 0)
+    if size < minimum:
+        r.problem("size", f"{fs.fs} needs a disk of at least {minimum // 2**20}M, got "
+                          f"{size // 2**20}M", "give a larger size")
+    return LoopdiskSpec(name, "loopdisk", limits, size=size, fs=fs,
                         preallocate=r.boolean("preallocate", False))
 
 

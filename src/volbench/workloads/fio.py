@@ -10,6 +10,7 @@ Parsing copes with fio 2.x (latencies in µs under `lat`/`clat`) and 3.x (ns und
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 
 from volbench import units
 from volbench.errors import ParseError
-from volbench.fields import Reader
+from volbench.fields import Reader, did_you_mean
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -52,7 +53,9 @@ def _positive_int(value: Any) -> int:
 
 def _rw(value: Any) -> str:
     if value not in RW:
-        raise ValueError(f"'{value}' is not one of: {', '.join(RW)}")
+        hint = did_you_mean(str(value), RW)
+        raise ValueError(f"'{value}' is not one of: {', '.join(RW)}" + (f" ({hint})" if hint
+                                                                          else ""))
     return str(value)
 
 
@@ -217,7 +220,9 @@ def _latency(stats: Mapping[str, Any], prefix: str, scale: float, tags: dict[str
             out.append(Metric(f"{prefix}_{metric}", float(stats[field_name]) * scale, "s", tags))
     percentiles = stats.get("percentile") or {}
     for key, value in percentiles.items():
-        out.append(Metric(f"{prefix}_p{_pct_name(key)}", float(value) * scale, "s", tags))
+        # fio up to 3.1 repeats a meaningless "0.00" key: skip it.
+        if float(key) > 0:
+            out.append(Metric(f"{prefix}_p{_pct_name(key)}", float(value) * scale, "s", tags))
 
 
 def _latency_sources(side: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], float]]:
@@ -231,15 +236,30 @@ def _latency_sources(side: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, An
     return found
 
 
-def _side_metrics(side: Mapping[str, Any], tags: dict[str, str], out: list[Metric],
-                  hists: list[Histogram]) -> None:
+def _major_version(data: Mapping[str, Any]) -> int | None:
+    m = re.match(r"fio-(\d+)", str(data.get("fio version", "")))
+    return int(m.group(1)) if m else None
+
+
+def _io_bytes(side: Mapping[str, Any], major: int | None) -> float:
+    """Bytes moved. fio 2.x wrote io_bytes in KiB; 3.x in bytes (with io_kbytes beside it)."""
+    if "io_kbytes" in side:
+        return float(side["io_kbytes"]) * 1024 if "io_bytes" not in side \
+            else float(side["io_bytes"])
+    kib = (major is not None and major < 3) or (major is None and not any(
+        k.endswith("_ns") for k in side))
+    return float(side.get("io_bytes", 0)) * (1024 if kib else 1)
+
+
+def _side_metrics(side: Mapping[str, Any], tags: dict[str, str], major: int | None,
+                  out: list[Metric], hists: list[Histogram]) -> None:
     out.append(Metric("iops", float(side.get("iops", 0.0)), "op/s", tags))
     bw = side.get("bw_bytes")
     out.append(Metric("bw", float(bw) if bw is not None else float(side.get("bw", 0)) * 1024,
                       "B/s", tags))
-    io = side.get("io_bytes")
-    out.append(Metric("io_bytes", float(io) if io is not None else
-                      float(side.get("io_kbytes", 0)) * 1024, "B", tags))
+    out.append(Metric("io_bytes", _io_bytes(side, major), "B", tags))
+    if "total_ios" in side:
+        out.append(Metric("total_ios", float(side["total_ios"]), "", tags))
     if "runtime" in side:
         out.append(Metric("runtime", float(side["runtime"]) / 1000, "s", tags))
     for name, (stats, scale) in _latency_sources(side).items():
@@ -251,16 +271,63 @@ def _side_metrics(side: Mapping[str, Any], tags: dict[str, str], out: list[Metri
 
 
 def _job_entries(data: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
-    """(job, tags) pairs; client/server output is tagged by host, with "All clients" as `all`."""
+    """(job, tags) pairs with unique tags.
+
+    Client/server output is tagged by host ("All clients" becomes host=all); two
+    servers on one address are told apart by port. Jobs are tagged by name when
+    there are several, with an index when names repeat (numjobs without
+    group_reporting gives identical names).
+    """
     if "client_stats" in data:
+        jobs = list(data["client_stats"])
+        hosts = [str(j.get("hostname", "?")) for j in jobs]
         entries = []
-        for job in data["client_stats"]:
-            host = str(job.get("hostname", "?"))
+        for job, host in zip(jobs, hosts, strict=True):
             if job.get("jobname") == "All clients":
                 host = "all"
+            elif hosts.count(host) > 1 and "port" in job:
+                host = f"{host}:{job['port']}"
             entries.append((job, {"host": host}))
         return entries
-    return [(job, {}) for job in data.get("jobs", [])]
+    jobs = list(data.get("jobs", []))
+    if len(jobs) == 1:
+        return [(jobs[0], {})]
+    names = [str(j.get("jobname", "?")) for j in jobs]
+    seen: dict[str, int] = {}
+    entries = []
+    for job, name in zip(jobs, names, strict=True):
+        if names.count(name) > 1:
+            seen[name] = seen.get(name, -1) + 1
+            name = f"{name}.{seen[name]}"
+        entries.append((job, {"job": name}))
+    return entries
+
+
+def _group_totals(data: Mapping[str, Any], major: int | None) -> list[Metric]:
+    """Sums over concurrent jobs (same group, no group_reporting), tagged job=all.
+
+    IOPS and bandwidth add up; mean latency is weighted by each job's I/O count.
+    Stonewalled jobs (different groups) ran one after another: no total for them.
+    """
+    jobs = list(data.get("jobs", []))
+    if len(jobs) < 2 or len({j.get("groupid") for j in jobs}) != 1:
+        return []
+    out: list[Metric] = []
+    for op in OPS:
+        sides = [j[op] for j in jobs if isinstance(j.get(op), Mapping) and j[op].get("iops")]
+        if not sides:
+            continue
+        tags = {"job": "all", "op": op}
+        out.append(Metric("iops", sum(float(s["iops"]) for s in sides), "op/s", tags))
+        out.append(Metric("bw", sum(float(s.get("bw_bytes", float(s.get("bw", 0)) * 1024))
+                                    for s in sides), "B/s", tags))
+        out.append(Metric("io_bytes", sum(_io_bytes(s, major) for s in sides), "B", tags))
+        weighted = [(float(src[0]["mean"]) * src[1], float(s.get("total_ios", s["iops"])))
+                    for s in sides if (src := _latency_sources(s).get("lat"))]
+        total = sum(n for _, n in weighted)
+        if weighted and total:
+            out.append(Metric("lat_mean", sum(m * n for m, n in weighted) / total, "s", tags))
+    return out
 
 
 def parse_json(text: str, source: str = "fio output") -> Parsed:
@@ -268,28 +335,31 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
     entries = _job_entries(data)
     if not entries:
         raise ParseError("fio", source, "the JSON holds no job results")
-    several = len({str(j.get("jobname")) for j, _ in entries}) > 1 or len(entries) > 1
+    major = _major_version(data)
     metrics: list[Metric] = []
     hists: list[Histogram] = []
-    for job, base_tags in entries:
-        tags = dict(base_tags)
-        if several and "host" not in tags:
-            tags["job"] = str(job.get("jobname", "?"))
+    for job, tags in entries:
         if job.get("error"):
             raise ParseError("fio", source, f"job {job.get('jobname')} reported error "
-                                            f"{job['error']}")
+                                            f"{job['error']} ({os.strerror(int(job['error']))})")
         for op in OPS:
             side = job.get(op)
             if isinstance(side, Mapping) and (side.get("io_bytes") or side.get("io_kbytes")
                                                or side.get("total_ios")):
-                _side_metrics(side, {**tags, "op": op}, metrics, hists)
+                _side_metrics(side, {**tags, "op": op}, major, metrics, hists)
         for key, name in (("usr_cpu", "cpu_usr"), ("sys_cpu", "cpu_sys")):
             if key in job:
                 metrics.append(Metric(name, float(job[key]), "%", tags))
-    for disk in data.get("disk_util", []) or []:
-        if "util" in disk:
-            metrics.append(Metric("disk_util", float(disk["util"]), "%",
-                                  {"device": str(disk.get("name", "?"))}))
+    metrics += _group_totals(data, major)
+    disks = list(data.get("disk_util", []) or [])
+    hosts = [str(d.get("hostname", "")) for d in disks]
+    for disk, host in zip(disks, hosts, strict=True):
+        if "util" not in disk:
+            continue
+        tags = {"device": str(disk.get("name", "?"))}
+        if host:  # client/server: each server reports its own devices
+            tags["host"] = f"{host}:{disk['port']}" if hosts.count(host) > 1 else host
+        metrics.append(Metric("disk_util", float(disk["util"]), "%", tags))
     return Parsed(tuple(metrics), (), tuple(hists))
 
 
