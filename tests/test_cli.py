@@ -1,0 +1,108 @@
+"""The command line: every command has help, bad input gives one clear line, contracts hold."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+from volbench.cli import main, parser
+from volbench.store import Store
+
+
+def commands() -> list[str]:
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    return sorted(sub.choices)  # type: ignore[arg-type]
+
+
+def test_the_contract_commands_exist() -> None:
+    assert {"run", "plan", "report", "import", "cleanup", "doctor"} <= set(commands())
+
+
+@pytest.mark.parametrize("command", commands())
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: volbench {command}")
+    assert len(out.splitlines()) > 3
+
+
+def test_report_without_a_database_says_what_to_do(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--db", str(tmp_path / "none.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"volbench: no results database at {tmp_path / 'none.db'}; run an "
+                           "experiment first (volbench run) or point --db at one")
+
+
+def test_a_broken_experiment_exits_1_listing_every_problem(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets: [{name: a, type: loopdsk}]\nworkloads: [{name: w, tool: fio, "
+                   "iodeth: 4}]\n")
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"volbench: {bad}: 2 problem(s)",
+                   "  targets[0].type: unknown target type 'loopdsk' (did you mean 'loopdisk'?)",
+                   "  workloads[0].iodeth: unknown field (did you mean 'iodepth'?)"]
+
+
+def test_plan_prints_runs_commands_and_duration(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, rw: [read, write], runtime: 5s}]\n"
+                   "repeat: 2\n")
+    assert main(["plan", str(exp)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("experiment p: 1 target(s), 2 case(s), 4 run(s), order interleaved")
+    assert out[1].startswith("estimated duration: ")
+    runs = [line for line in out if line.strip()[:1].isdigit()]
+    assert len(runs) == 4
+    assert "--rw=read" in runs[0] and "--rw=write" in runs[1] and " r2 " in runs[2]
+
+
+def test_import_fio_outputs_of_several_versions(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.db"
+    files = [DATA / "fio/3.33/randread-4k-qd16.json",
+             DATA / "fio/3.33/randread-4k-qd16-jsonplus.json"]
+    assert main(["import", "--tool", "fio", "--target", "old-box", "--db", str(db),
+                 *map(str, files)]) == 0
+    assert "imported 2 run(s) of fio as target old-box" in capsys.readouterr().out
+    assert main(["import", "--tool", "fio", "--target", "older", "--db", str(db),
+                 str(DATA / "fio/2.17/pkb-randread-randwrite-16k-groups.json")]) == 0
+    capsys.readouterr()
+    assert main(["report", "--db", str(db), "--format", "json", "--experiment", "all"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    runs = report["runs"]
+    assert [r["target"] for r in runs] == ["old-box", "old-box", "older"]
+    assert runs[0]["params"] == {"bs": "4k", "direct": 1, "iodepth": 16, "ioengine": "libaio",
+                                 "rw": "randread", "runtime": 2.0, "size": "128M"}
+    iops = [m for m in runs[0]["metrics"] if m["name"] == "iops"]
+    raw = json.loads(files[0].read_text())["jobs"][0]["read"]["iops"]
+    assert iops == [{"name": "iops", "value": raw, "unit": "op/s", "tags": {"op": "read"}}]
+
+
+def test_import_of_something_else_names_the_file(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "notes.txt"
+    shutil.copy(DATA / "dd/coreutils-9.1/read-256m-direct.stderr", bogus)
+    assert main(["import", "--tool", "fio", "--target", "x", "--db", str(tmp_path / "d.db"),
+                 str(bogus)]) == 1
+    err = capsys.readouterr().err
+    assert str(bogus) in err and "is this fio output?" in err
+    with Store(tmp_path / "d.db") as store:  # all or nothing: no experiment was stored
+        assert store.experiments() == []
+
+
+def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for name in ("root", "loop devices", "blkio throttling", "device-mapper", "KVM", "tool fio"):
+        assert any(line[4:].startswith(name) for line in out.splitlines()), name

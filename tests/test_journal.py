@@ -1,0 +1,97 @@
+"""The journal: written before creation, torn down in reverse, replayed by cleanup."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volbench import journal
+
+CALLS: list[str] = []
+
+
+@journal.undoer("test-thing")
+def _undo_thing(data: Mapping[str, Any]) -> None:
+    CALLS.append(str(data["name"]))
+    if data.get("interrupt_once") and CALLS.count(str(data["name"])) == 1:
+        raise KeyboardInterrupt
+    if data.get("fail"):
+        raise OSError("cannot remove")
+
+
+def test_scope_undoes_in_reverse_and_collects_errors() -> None:
+    CALLS.clear()
+    with journal.opened("t") as j:
+        scope = j.scope()
+        for name in ("a", "b", "c"):
+            scope.add("test-thing", name=name, fail=name == "b")
+        errors = scope.close()
+    assert CALLS == ["c", "b", "a"]
+    assert len(errors) == 1 and "cannot remove" in errors[0]
+
+
+def test_an_interruption_during_teardown_still_tears_down_everything() -> None:
+    CALLS.clear()
+    with journal.opened("t") as j:
+        scope = j.scope()
+        for name in ("a", "b", "c"):
+            scope.add("test-thing", name=name, interrupt_once=name == "b")
+        with pytest.raises(KeyboardInterrupt):
+            scope.close()
+    assert CALLS == ["c", "b", "b", "a"]
+
+
+def test_entries_are_on_disk_before_the_resource_exists() -> None:
+    with journal.opened("t") as j:
+        entry = j.scope().add("test-thing", name="x")
+        lines = [json.loads(x) for x in j.path.read_text().splitlines()]
+        assert lines[0]["op"] == "owner"
+        assert lines[-1] == {"op": "add", "id": entry.id, "kind": "test-thing",
+                             "data": {"name": "x"}}
+        j.release(entry)
+
+
+def test_a_journal_with_nothing_left_is_removed() -> None:
+    with journal.opened("t") as j:
+        scope = j.scope()
+        scope.add("test-thing", name="x")
+        scope.close()
+        path = j.path
+    assert not path.exists()
+
+
+def test_cleanup_replays_only_journals_of_dead_owners(tmp_path: Path) -> None:
+    CALLS.clear()
+    # A journal written by a process that then died without tearing down.
+    script = ("from volbench import journal; import os\n"
+              "j = journal.Journal.create('dead')\n"
+              "j.add('file', path='" + str(tmp_path / "gone.img") + "')\n"
+              "os._exit(9)\n")
+    (tmp_path / "gone.img").write_text("x")
+    subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
+    with journal.opened("alive") as j:  # ours, alive: must be left alone
+        entry = j.add("test-thing", name="mine")
+        removed, errors = journal.cleanup()
+        assert not errors
+        assert removed == [f"file path={tmp_path / 'gone.img'}"]
+        assert not (tmp_path / "gone.img").exists()
+        assert CALLS == []
+        j.release(entry)
+    assert not journal.read_leftovers()
+
+
+def test_a_truncated_last_line_is_ignored(tmp_path: Path) -> None:
+    directory = tmp_path / "journals"
+    directory.mkdir()
+    (directory / "x.jsonl").write_text(
+        '{"op": "owner", "pid": 999999999, "start": 1, "label": "x"}\n'
+        '{"op": "add", "id": 1, "kind": "file", "data": {"path": "/nonexistent/a"}}\n'
+        '{"op": "add", "id": 2, "ki')
+    (left,) = journal.read_leftovers(directory)
+    assert [e.id for e in left.entries] == [1]
