@@ -34,7 +34,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("blkid", "util-linux", "device signature checks"),
     Tool("lsblk", "util-linux", "device topology"),
     Tool("findmnt", "util-linux", "mount information"),
-    Tool("pgbench", "postgresql-contrib", "pgbench workloads"),
+    Tool("pgbench", "postgresql-15", "pgbench workloads"),
     Tool("initdb", "postgresql-15", "pgbench workloads", (PG_BIN,)),
     Tool("pg_ctl", "postgresql-15", "pgbench workloads", (PG_BIN,)),
     Tool("bonnie++", "bonnie++", "bonnie++ workloads"),
