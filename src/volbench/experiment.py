@@ -126,6 +126,9 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         thresholds=_thresholds(r),
         document=document if isinstance(document, dict) else {},
     )
+    if experiment.repeat.adaptive and experiment.order == "sequential":
+        r.problem("repeat", "adaptive repetition compares targets round by round, so every "
+                  "target must exist at once", "use order: interleaved or shuffled")
     r.finish()
     if problems:
         raise ExperimentError(problems, source)

@@ -46,6 +46,9 @@ class TerminalProgress:
         if not self.quiet:
             self.stream.write(f"{total} runs planned, about {format_duration(estimate_s)}\n")
 
+    def more(self, runs: int) -> None:
+        self.total += runs
+
     def run_started(self, run: PlannedRun) -> None:
         if self.quiet or not self.tty:
             return

@@ -20,11 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import hostinfo, journal, tools
+from volbench import adaptive, hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
-from volbench.model import RunResult, Status
+from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
 from volbench.plan import Plan, PlannedRun, make_plan
 from volbench.recipe import Recipe
@@ -37,6 +37,7 @@ from volbench.workloads.base import Invocation, RunContext, ServiceContext, Serv
 
 class Progress(Protocol):
     def begin(self, total: int, estimate_s: float) -> None: ...
+    def more(self, runs: int) -> None: ...
     def run_started(self, run: PlannedRun) -> None: ...
     def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
     def note(self, text: str) -> None: ...
@@ -45,6 +46,7 @@ class Progress(Protocol):
 
 class NoProgress:
     def begin(self, total: int, estimate_s: float) -> None: ...
+    def more(self, runs: int) -> None: ...
     def run_started(self, run: PlannedRun) -> None: ...
     def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
     def note(self, text: str) -> None: ...
@@ -241,19 +243,48 @@ class Session:
         return result
 
     def run_group(self, group: tuple[str, ...], done: set[tuple[str, int, bool]],
-                  repetitions: int) -> None:
+                  repetitions: int, adaptive: bool) -> None:
         with ExitStack() as stack:
             self._stack = stack
             built = self.build_group(stack, group)
-            for run in self.plan.runs_for(group, repetitions):
-                if run.target not in built:
-                    continue
-                if run.run_key in done:
-                    self.outcome.skipped += 1
-                    continue
-                self.execute(run, built[run.target])
+            self._run_all(self.plan.runs_for(group, repetitions), built, done)
+            if adaptive:
+                self._adapt(built, done, repetitions)
             self.services.clear()
         self._stack = None
+
+    def _run_all(self, runs: list[PlannedRun], built: dict[str, Built],
+                 done: set[tuple[str, int, bool]]) -> None:
+        for run in runs:
+            if run.target not in built:
+                continue
+            if run.run_key in done:
+                self.outcome.skipped += 1
+                continue
+            self.execute(run, built[run.target])
+
+    def _adapt(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
+               start: int) -> None:
+        """Extra interleaved rounds for the target/case pairs not yet decided."""
+        exp = self.exp
+        baseline = exp.baseline or exp.targets[0].name
+        for repetition in range(start + 1, exp.repeat.max + 1):
+            todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds)
+            if not todo:
+                self.progress.note(f"every comparison decided after {repetition - 1} rounds")
+                return
+            wanted = {(p.target, p.workload, p.params_key) for p in todo}
+            wanted |= {(baseline, p.workload, p.params_key) for p in todo}
+            runs = [r for r in self.plan.round(repetition) if
+                    (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
+            self.progress.note(f"round {repetition}: {len(todo)} comparison(s) undecided, "
+                               f"{len(runs)} more run(s)")
+            self.progress.more(len(runs))
+            self._run_all(runs, built, done)
+        if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds):
+            self.progress.note(f"some comparisons are still undecided after repeat.max = "
+                               f"{exp.repeat.max} rounds; the report says how many runs each "
+                               "would need")
 
 
 def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
@@ -287,8 +318,9 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
                 workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
                 make_tree(scope, workdir / "runs")
                 session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+                adapt = exp.repeat.adaptive and repetitions is None
                 for group in plan.groups:
-                    session.run_group(group, done, n)
+                    session.run_group(group, done, n, adapt)
                 status = "done"
             except (Interrupted, KeyboardInterrupt):
                 status = "interrupted"

@@ -1,0 +1,78 @@
+"""Fidelity: the same fio job run by volbench and by plain fio, interleaved, 5 pairs.
+
+Both run on one xfs loop disk (direct I/O), caches dropped before each, in ABBA
+order so drift cancels. Target: median IOPS ratio volbench / plain >= 0.98.
+
+    sudo .venv/bin/python bench/fidelity.py [--pairs 5] [--runtime 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from common import median, metric_values, volbench, write_experiment
+from volbench import journal
+from volbench.experiment import parse_document
+from volbench.recipe import Recipe
+from volbench.targets import BuildContext, open_target
+
+JOB = ["--rw=randread", "--bs=4k", "--iodepth=16", "--direct=1", "--ioengine=libaio",
+       "--size=256M"]
+
+
+def plain_fio(path: Path, runtime: int) -> float:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+    out = subprocess.run(["fio", "--name=plain", f"--filename={path / 'plain.dat'}", *JOB,
+                          f"--runtime={runtime}", "--time_based=1", "--output-format=json"],
+                         capture_output=True, text=True, check=True, timeout=runtime * 5 + 60)
+    return float(json.loads(out.stdout)["jobs"][0]["read"]["iops"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--runtime", type=int, default=10)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="volbench-bench-"))
+    target = parse_document({"name": "b", "targets": [
+        {"name": "disk", "type": "loopdisk", "size": "1G"}], "workloads": [{"tool": "fio",
+                                                                          "name": "x"}]})
+    with journal.opened("bench") as jrnl, jrnl.scope() as scope:
+        ctx = BuildContext(scope, Recipe(scope), work)
+        with open_target(target.targets[0], ctx) as built:
+            assert built.path is not None
+            subprocess.run(["fio", "--name=layout", f"--filename={built.path / 'plain.dat'}",
+                            "--size=256M", "--rw=write", "--bs=1M", "--direct=1"],
+                           check=True, capture_output=True, timeout=600)
+            exp = write_experiment(work / "exp.yaml", {
+                "name": "fidelity", "workdir": str(work / "vb"),
+                "targets": [{"name": "disk", "type": "directory", "path": str(built.path)}],
+                "workloads": [{"name": "randread", "tool": "fio", "rw": "randread", "bs": "4k",
+                               "iodepth": 16, "size": "256M", "runtime": args.runtime}],
+                "repeat": 1})
+            db = work / "fidelity.db"
+            plain: list[float] = []
+            for i in range(args.pairs):
+                order = ("plain", "volbench") if i % 2 == 0 else ("volbench", "plain")
+                for who in order:
+                    if who == "plain":
+                        plain.append(plain_fio(built.path, args.runtime))
+                    else:
+                        volbench("run", str(exp), "--db", str(db), "--quiet")
+            ours = metric_values(db, "iops", op="read")["disk"]
+    ratios = [a / b for a, b in zip(ours, plain, strict=True)]
+    print(f"plain fio IOPS:  {[round(v) for v in plain]}")
+    print(f"volbench IOPS:   {[round(v) for v in ours]}")
+    print(f"pair ratios:     {[round(r, 3) for r in ratios]}")
+    print(f"median IOPS ratio volbench/plain = {median(ours) / median(plain):.3f} "
+          f"(median of pair ratios {median(ratios):.3f}); target >= 0.98")
+
+
+if __name__ == "__main__":
+    main()
