@@ -147,7 +147,10 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path}: {exc}; check the path and permissions") from exc
         self.db.execute("PRAGMA foreign_keys = ON")
+        # WAL + NORMAL: a committed run survives a crash or kill of volbench (the case
+        # that matters); only a power loss may drop the last commits.
         self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
         self._migrate()
 
     def _migrate(self) -> None:
