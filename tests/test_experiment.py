@@ -108,3 +108,9 @@ def test_the_spec_hash_ignores_formatting_but_not_content() -> None:
     b = parse_text(GOOD.replace("repeat: 5", "repeat:   5  "))
     c = parse_text(GOOD.replace("repeat: 5", "repeat: 6"))
     assert a.spec_hash == b.spec_hash != c.spec_hash
+
+
+def test_on_names_a_target_and_is_only_for_types_built_on_others() -> None:
+    found = problems(GOOD.replace("fs: xfs}", "fs: xfs, on: nowhere}", 1))
+    assert "targets[0].on: type loopdisk is built on no other target, got 1 (remove on:)" in found
+    assert any(p.startswith("targets[0].on: 'nowhere' is not a target name") for p in found)

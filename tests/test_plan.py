@@ -41,7 +41,7 @@ def test_sequential_order_finishes_one_target_before_the_next() -> None:
     p = plan(order="sequential")
     runs = p.runs()
     assert [r.target for r in runs] == ["a"] * 18 + ["b"] * 18 + ["c"] * 18
-    assert p.groups == (("a",), ("b",), ("c",))
+    assert [g.measured for g in p.groups] == [("a",), ("b",), ("c",)]
     assert p.loop_devices() == 2  # one target at a time; btrfs has two disks
 
 
@@ -65,3 +65,22 @@ def test_estimate_and_resources() -> None:
     assert 54 * 10 < p.estimate() < 54 * 12 + 3 * 5
     assert p.loop_devices() == 4
     assert p.disk_space() == 4 * 2**30
+
+
+def test_targets_are_built_after_what_they_are_built_on() -> None:
+    from dataclasses import replace
+
+    from volbench.plan import build_order, closure
+
+    exp = parse_document(DOC)
+    # c is built on a, a on b (as an NFS export of an LV would be): b, a, c.
+    targets = (replace(exp.target("a"), on=("b",)), exp.target("b"),
+               replace(exp.target("c"), on=("a",)))
+    exp = replace(exp, targets=targets)
+    assert build_order(exp) == ["b", "a", "c"]
+    assert closure(exp, "c") == {"a", "b", "c"}
+    seq = make_plan(replace(exp, order="sequential"), seed=1)
+    assert [(g.members, g.measured) for g in seq.groups] == [
+        (("b", "a"), ("a",)), (("b",), ("b",)), (("b", "a", "c"), ("c",))]
+    assert {r.target for r in seq.runs_for(seq.groups[2])} == {"c"}
+    assert make_plan(exp, seed=1).groups[0].members == ("b", "a", "c")

@@ -17,7 +17,8 @@ Shape (YAML):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,24 @@ class Experiment:
         return next(w for w in self.workloads if w.name == name)
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false. YAML 1.1 would turn the key `on:` (and yes, no,
+    off) into booleans, and `on:` is how a target names what it is built on."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
+                              re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)
+
+
 def load(path: Path) -> Experiment:
     try:
         text = path.read_text()
@@ -90,7 +109,7 @@ def load(path: Path) -> Experiment:
 
 def parse_text(text: str, source: str = "experiment") -> Experiment:
     try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(YAML)"
@@ -166,9 +185,43 @@ def _targets(r: Reader, problems: list[Problem]) -> tuple[list[TargetSpec], list
                              or f"known types: {', '.join(TARGET_KINDS)}")
             continue
         limits = _limits(item)
-        specs.append(kind.parse(item, name, limits))
+        on = tuple(item.text_list("on", []))
+        low, high = kind.on_count
+        if not low <= len(on) <= high:
+            want = "no other target" if high == 0 else (
+                f"exactly {low} other target" if low == high else f"{low} to {high} targets")
+            item.problem("on", f"type {kind_name} is built on {want}, got {len(on)}",
+                         "remove on:" if high == 0 else "name the target(s) it is built on")
+        spec = kind.parse(item, name, limits)
+        specs.append(replace(spec, on=on) if on else spec)
         item.finish()
+    _check_dependencies(items, specs, names)
     return specs, [n for n in names if n]
+
+
+def _check_dependencies(items: list[Reader], specs: list[TargetSpec], names: list[str]) -> None:
+    """`on:` names existing targets and forms no cycle."""
+    by_name = {spec.name: spec for spec in specs}
+    readers = dict(zip(names, items, strict=True))
+    for spec in specs:
+        for dep in spec.on:
+            if dep not in names:
+                readers[spec.name].problem("on", f"'{dep}' is not a target name",
+                                           did_you_mean(dep, names) or
+                                           f"targets are: {', '.join(names)}")
+            elif dep == spec.name:
+                readers[spec.name].problem("on", "a target cannot be built on itself")
+    for spec in specs:
+        seen, todo = set(), list(spec.on)
+        while todo:
+            dep = todo.pop()
+            if dep == spec.name:
+                readers[spec.name].problem("on", "targets build on each other in a circle",
+                                           "break the cycle")
+                break
+            if dep not in seen and dep in by_name:
+                seen.add(dep)
+                todo += by_name[dep].on
 
 
 def _limits(item: Reader) -> cgroups.Limits:

@@ -47,12 +47,21 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Group:
+    """Targets that exist at the same time, in build order, and whose runs happen then."""
+
+    members: tuple[str, ...]
+    measured: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     experiment: Experiment
     cases: tuple[Case, ...]
     seed: int
-    # Groups of targets that exist at the same time (all of them, unless sequential).
-    groups: tuple[tuple[str, ...], ...]
+    # All targets at once (interleaved, shuffled), or one target (with what it is built
+    # on) after another (sequential).
+    groups: tuple[Group, ...]
 
     def round(self, repetition: int, *, warmup: bool = False) -> list[PlannedRun]:
         """All runs of one repetition (or warm-up round), in execution order."""
@@ -77,9 +86,8 @@ class Plan:
             out.sort(key=lambda r: order[r.target])  # stable: keeps rounds in order
         return out
 
-    def runs_for(self, group: tuple[str, ...], repetitions: int | None = None
-                 ) -> list[PlannedRun]:
-        return [r for r in self.runs(repetitions) if r.target in group]
+    def runs_for(self, group: Group, repetitions: int | None = None) -> list[PlannedRun]:
+        return [r for r in self.runs(repetitions) if r.target in group.measured]
 
     def estimate(self, repetitions: int | None = None) -> float:
         """Seconds the whole plan should take (runs, overheads, builds, layouts)."""
@@ -94,12 +102,12 @@ class Plan:
         """Loop devices in use at the same time (the largest group)."""
         exp = self.experiment
         return max((sum(TARGET_KINDS[exp.target(n).type].loop_devices(exp.target(n))
-                        for n in g) for g in self.groups), default=0)
+                        for n in g.members) for g in self.groups), default=0)
 
     def disk_space(self) -> int:
         exp = self.experiment
         return max((sum(TARGET_KINDS[exp.target(n).type].disk_space(exp.target(n))
-                        for n in g) for g in self.groups), default=0)
+                        for n in g.members) for g in self.groups), default=0)
 
 
 def make_plan(experiment: Experiment, seed: int | None = None) -> Plan:
@@ -108,6 +116,34 @@ def make_plan(experiment: Experiment, seed: int | None = None) -> Plan:
     chosen = seed if seed is not None else experiment.seed
     if chosen is None:
         chosen = random.SystemRandom().randrange(2**31)
-    names = tuple(t.name for t in experiment.targets)
-    groups = tuple((n,) for n in names) if experiment.order == "sequential" else (names,)
+    order = build_order(experiment)
+    if experiment.order == "sequential":
+        groups = tuple(Group(tuple(n for n in order if n in closure(experiment, t.name)),
+                             (t.name,)) for t in experiment.targets)
+    else:
+        groups = (Group(tuple(order), tuple(order)),)
     return Plan(experiment, cases, chosen, groups)
+
+
+def closure(experiment: Experiment, name: str) -> set[str]:
+    """A target and everything it is built on, recursively."""
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo += experiment.target(current).on
+    return found
+
+
+def build_order(experiment: Experiment) -> list[str]:
+    """Targets in the order they can be built: each after what it is built on.
+
+    Keeps the file's order otherwise (validation has ruled out cycles)."""
+    done: list[str] = []
+    pending = [t.name for t in experiment.targets]
+    while pending:
+        ready = next(n for n in pending if all(d in done for d in experiment.target(n).on))
+        done.append(ready)
+        pending.remove(ready)
+    return done

@@ -26,7 +26,7 @@ from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
 from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
-from volbench.plan import Plan, PlannedRun, make_plan
+from volbench.plan import Group, Plan, PlannedRun, make_plan
 from volbench.recipe import Recipe
 from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
@@ -121,13 +121,20 @@ class Session:
         self._runs += 1
         return self.workdir / "runs" / f"{self._runs:05d}-{label}"
 
-    def build_group(self, stack: ExitStack, group: tuple[str, ...]) -> dict[str, Built]:
+    def build_group(self, stack: ExitStack, group: Group) -> dict[str, Built]:
         built: dict[str, Built] = {}
-        for name in group:
+        for name in group.members:
             spec = self.exp.target(name)
+            missing = [d for d in spec.on if d not in built]
+            if missing:
+                msg = f"it is built on {', '.join(missing)}, which could not be built"
+                self.store.save_target(self.id, name, spec.type, "failed", {}, msg)
+                self.outcome.failed_targets[name] = msg
+                continue
             scope = self.journal.scope()
             recipe = Recipe(tracker=scope)
-            ctx = BuildContext(scope, recipe, make_dir(scope, self.workdir / name))
+            ctx = BuildContext(scope, recipe, make_dir(scope, self.workdir / name),
+                               {d: built[d] for d in spec.on})
             try:
                 built[name] = stack.enter_context(open_target(spec, ctx))
             except VolbenchError as exc:
@@ -242,7 +249,7 @@ class Session:
             result = replace(result, annotations={**result.annotations, "after": after_error})
         return result
 
-    def run_group(self, group: tuple[str, ...], done: set[tuple[str, int, bool]],
+    def run_group(self, group: Group, done: set[tuple[str, int, bool]],
                   repetitions: int, adaptive: bool) -> None:
         with ExitStack() as stack:
             self._stack = stack

@@ -7,16 +7,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from volbench.experiment import Experiment, parse_document
+from volbench.experiment import Experiment, load_yaml, parse_document
 
 NONROOT_DIR = Path(f"/var/tmp/volbench-{os.getuid()}/default-dir")
 
 
 def default_document() -> dict[str, Any]:
     text = resources.files("volbench.defaults").joinpath("default.yaml").read_text()
-    doc = yaml.safe_load(text)
+    doc = load_yaml(text)
     assert isinstance(doc, dict)
     return doc
 

@@ -21,6 +21,8 @@ class TargetSpec:
     name: str
     type: str
     limits: Limits = Limits()
+    # Targets this one is built on (an NFS export of an LV, an image on a filesystem …).
+    on: tuple[str, ...] = ()
 
 
 @dataclass
@@ -46,6 +48,8 @@ class BuildContext:
     recipe: Recipe
     # A private directory for this target's images and mount points.
     workdir: Path
+    # The built targets named in the spec's `on:`, by name.
+    deps: dict[str, Built] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,3 +64,5 @@ class TargetKind:
     disk_space: Callable[[Any], int] = lambda spec: 0
     needs_root: bool = True
     tools: tuple[str, ...] = ()
+    # How many targets it may be built on (`on:`): (minimum, maximum).
+    on_count: tuple[int, int] = (0, 0)
