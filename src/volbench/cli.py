@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from volbench import __version__, doctor, experiment, journal, report
+from volbench import __version__, doctor, experiment, journal, report, targets
 from volbench.defaults import default_experiment
 from volbench.errors import Interrupted, VolbenchError
 from volbench.importer import IMPORTERS, import_files
@@ -16,7 +16,6 @@ from volbench.proc import command_line
 from volbench.progressbar import TerminalProgress
 from volbench.runner import preflight, run_experiment
 from volbench.store import Store
-from volbench.targets.base import Built
 from volbench.units import format_duration, format_size
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import RunContext
@@ -63,8 +62,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"image space: {format_size(plan.disk_space())}")
     for i, run in enumerate(runs, 1):
         spec = exp.workload(run.workload)
-        placeholder = Built(run.target, exp.target(run.target).type,
-                            path=Path(f"<{run.target}>"), block_device=f"<{run.target}-dev>")
+        placeholder = targets.placeholder(exp.target(run.target))
         ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"})
         inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx)
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
@@ -76,10 +74,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_for(store: Store, ids: Sequence[int]) -> report.Report:
+def _report_for(store: Store, ids: Sequence[int],
+                options: report.ReportOptions | None = None) -> report.Report:
     experiments = [store.experiment(i) for i in ids]
     targets = [t for i in ids for t in store.targets(i)]
-    return report.build(experiments, targets, store.runs(ids))
+    # Series (stalls, time-series charts) and histograms (merged percentiles) too.
+    runs = store.runs(ids, series=True, histograms=True)
+    return report.build(experiments, targets, runs, options)
 
 
 def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
@@ -107,9 +108,33 @@ def cmd_report(args: argparse.Namespace) -> int:
                 print(f"{row.id:4d}  {row.name:<24} {row.status:<12} "
                       f"{store.count_runs(row.id)} runs")
             return 0
-        rep = _report_for(store, _experiment_ids(store, args.experiment))
+        options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
+        rep = _report_for(store, _experiment_ids(store, args.experiment), options)
+    if args.charts is not None:
+        paths = report.write_charts(rep, options, args.charts, png=args.png)
+        print(f"wrote {len(paths)} chart file(s) to {args.charts}")
+        if args.format is None and args.output is None:
+            return 0  # only the charts were asked for
+    text = report.render(rep, args.format or "table", options)
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from volbench.compare import compare_reports
+    from volbench.report import setcompare
+
     options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
-    text = report.render(rep, args.format, options)
+    sides = []
+    for path, wanted in ((args.a, args.experiment_a), (args.b, args.experiment_b)):
+        with Store(path, create=False) as store:
+            sides.append(_report_for(store, _experiment_ids(store, wanted), options))
+    result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
+    text = setcompare.render(result, args.format, options.metrics)
     if args.output:
         args.output.write_text(text)
         print(f"wrote {args.output}")
@@ -168,12 +193,28 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
     rep = add("report", cmd_report, "report stored results")
     rep.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
-    rep.add_argument("--format", choices=sorted(report.EXPORTERS), default="table")
+    rep.add_argument("--format", choices=sorted(report.EXPORTERS),
+                     help="table (default), markdown, csv, json or html")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     rep.add_argument("--experiment", action="append", metavar="ID|NAME|all",
                      help="which experiment(s) (default: the latest)")
     rep.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to show, or all")
     rep.add_argument("--list", action="store_true", help="list the stored experiments")
+    rep.add_argument("--charts", type=Path, metavar="DIR",
+                     help="also write every chart as an SVG file into DIR")
+    rep.add_argument("--png", action="store_true",
+                     help="with --charts: PNG files too (needs Chromium: apt-get install "
+                     "chromium)")
+    cmp = add("compare", cmd_compare, "compare two result sets: B against A, case by case")
+    cmp.add_argument("a", type=Path, metavar="A.db", help="results before (the reference)")
+    cmp.add_argument("b", type=Path, metavar="B.db", help="results after (the candidate)")
+    cmp.add_argument("--experiment-a", action="append", metavar="ID|NAME|all",
+                     help="experiment(s) in A (default: the latest)")
+    cmp.add_argument("--experiment-b", action="append", metavar="ID|NAME|all",
+                     help="experiment(s) in B (default: the latest)")
+    cmp.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    cmp.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to compare, or all")
+    cmp.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     imp = add("import", cmd_import, "store existing tool outputs as runs of a target")
     imp.add_argument("--tool", required=True, choices=sorted(IMPORTERS))
     imp.add_argument("--target", required=True, help="name the imported runs' target")

@@ -109,6 +109,7 @@ class ParseError(VolbenchError):
     def __init__(self, tool: str, source: str, detail: str) -> None:
         self.tool = tool
         self.source = source
+        self.detail = detail
         super().__init__(f"cannot read {tool} output from {source}: {detail}")
 
 

@@ -85,6 +85,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
     try:
         inv = kind.command(workload, params, ctx)
         prepare_rundir(ctx.rundir, inv.user)
+        if inv.cwd is not None:
+            prepare_rundir(inv.cwd, inv.user)
         if drop:
             why = drop_caches()
             if why:

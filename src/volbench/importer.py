@@ -19,7 +19,7 @@ from volbench import units
 from volbench.errors import ParseError, VolbenchError
 from volbench.model import Parsed, RunResult, Scalar, Status
 from volbench.store import Store
-from volbench.workloads import fio
+from volbench.workloads import bonnie, dd, fio, hdparm, pgbench_parse
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,36 @@ def import_fio(text: str, source: str) -> Imported:
     return Imported(_fio_params(data), parsed, float(stamp) if stamp else None)
 
 
+def import_bonnie(text: str, source: str) -> Imported:
+    """bonnie++ CSV (1.96/1.97 and 1.98/2.00 layouts); the host's RAM is unknown, so no
+    cache-influence notes; several rows (-x N) become one run tagged row=1…N."""
+    return Imported(bonnie.params_of(text, source), bonnie.parse_csv(text, source))
+
+
+def import_dd(text: str, source: str) -> Imported:
+    """One dd run's stderr (or a terminal copy with its command line)."""
+    runs = dd.runs_in(text)
+    if runs > 1:
+        raise ParseError("dd", source, f"the file holds {runs} dd runs; put each run's output "
+                                       "in a file of its own")
+    return Imported(dd.params_of(text), dd.parse_text(text, source))
+
+
+def import_hdparm(text: str, source: str) -> Imported:
+    return Imported(hdparm.params_of(text), hdparm.parse_text(text, source))
+
+
+def import_pgbench(text: str, source: str) -> Imported:
+    """A pgbench run's summary (with its -P progress lines if stderr is in the file too) or
+    a pgbench -i output; 9.4 to 16 formats. Parameters are read back from the header."""
+    params, parsed = pgbench_parse.parse_any(text, source)
+    return Imported(params, parsed)
+
+
 IMPORTERS: dict[str, Callable[[str, str], Imported]] = {"fio": import_fio}
+IMPORT_HINTS = {"fio": " (fio writes JSON with --output-format=json or json+)"}
+IMPORTERS.update({"bonnie++": import_bonnie, "dd": import_dd, "hdparm": import_hdparm})
+IMPORTERS["pgbench"] = import_pgbench
 
 
 def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
@@ -83,8 +112,8 @@ def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
         try:
             results.append((path, text, importer(text, str(path))))
         except ParseError as exc:
-            raise ParseError(tool, str(path), f"{exc}; is this {tool} output? "
-                             "(fio: use --output-format=json or json+)") from exc
+            raise ParseError(tool, str(path), f"{exc.detail}; is this {tool} output?"
+                             + IMPORT_HINTS.get(tool, "")) from exc
     document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
                                                        "files": [str(p) for p in files]}}
     env = {"imported": True, "importer_host": os.uname().nodename}

@@ -75,9 +75,27 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _preexec(cgroup_procs: str | None) -> Callable[[], None]:
-    # Runs in the child between fork and exec: only async-signal-safe calls
-    # (os.open/os.write, a prepared ctypes call), no Python-level locks.
+@dataclass(frozen=True)
+class _Identity:
+    user: int | None = None
+    group: int | None = None
+    extra_groups: list[int] | None = None
+
+
+def _identity(user: str | None) -> _Identity:
+    """uid, gid and supplementary groups to run as (the child switches in _preexec)."""
+    if user is None:
+        return _Identity()
+    entry = pwd.getpwnam(user)
+    groups = [g.gr_gid for g in grp.getgrall() if user in g.gr_mem]
+    return _Identity(entry.pw_uid, entry.pw_gid, groups)
+
+
+def _preexec(cgroup_procs: str | None, who: _Identity) -> Callable[[], None]:
+    # Runs in the child between fork and exec: only simple system calls, no Python-level
+    # locks. The cgroup is joined *before* dropping to another user (only root may move a
+    # process into a cgroup), which is why volbench switches user here and not through
+    # Popen's user= (CPython applies that before preexec_fn runs).
     payload = b"0"  # writing 0 to cgroup.procs moves the writing process itself
 
     def setup() -> None:
@@ -88,24 +106,14 @@ def _preexec(cgroup_procs: str | None) -> Callable[[], None]:
                 os.write(fd, payload)
             finally:
                 os.close(fd)
+        if who.user is not None and who.group is not None:
+            os.setgroups(who.extra_groups or [])
+            os.setgid(who.group)
+            os.setuid(who.user)
+            # Dropping privileges clears the parent-death signal: set it again.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     return setup
-
-
-@dataclass(frozen=True)
-class _Identity:
-    user: int | None = None
-    group: int | None = None
-    extra_groups: list[int] | None = None
-
-
-def _identity(user: str | None) -> _Identity:
-    """uid, gid and supplementary groups to run as (Popen does the switch after fork)."""
-    if user is None:
-        return _Identity()
-    entry = pwd.getpwnam(user)
-    groups = [g.gr_gid for g in grp.getgrall() if user in g.gr_mem]
-    return _Identity(entry.pw_uid, entry.pw_gid, groups)
 
 
 def _kill_group(pgid: int) -> None:
@@ -204,11 +212,9 @@ def run(
             stdin.seek(0)
         procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
         started = time.time()
-        who = _identity(user)
         popen = subprocess.Popen(
             argv, stdin=stdin, stdout=out, stderr=err, cwd=cwd, env=base_env(env),
-            start_new_session=True, preexec_fn=_preexec(procs), user=who.user,
-            group=who.group, extra_groups=who.extra_groups,
+            start_new_session=True, preexec_fn=_preexec(procs, _identity(user)),
         )
         token = tracker.process_started(popen.pid, argv) if tracker else None
         try:
@@ -290,12 +296,11 @@ def start(
     """Start a server in the background with stdout+stderr appended to `log`."""
     argv = [str(a) for a in argv]
     procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
-    who = _identity(user)
     with open(log, "ab") as logf:
         popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd,
-            env=base_env(env), start_new_session=True, preexec_fn=_preexec(procs),
-            user=who.user, group=who.group, extra_groups=who.extra_groups,
+            env=base_env(env), start_new_session=True,
+            preexec_fn=_preexec(procs, _identity(user)),
         )
     token = tracker.process_started(popen.pid, argv) if tracker else None
     return Background(tuple(argv), popen, log, tracker, token)

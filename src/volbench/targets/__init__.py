@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from volbench import cgroups
 from volbench.devices import topology
 from volbench.errors import ResourceError
+from volbench.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
+from volbench.targets import disk as disk_target
+from volbench.targets import image as image_target
+from volbench.targets import multihost as multihost_target
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 KINDS: dict[str, TargetKind] = {k.name: k for k in (
     directory.KIND, loopdisk.KIND, btrfs.KIND, zram.KIND,
+    disk_target.KIND, image_target.KIND,
+    multihost_target.KIND,
 )}
 
 
@@ -43,4 +50,13 @@ def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
         yield built
 
 
-__all__ = ["KINDS", "BuildContext", "Built", "TargetSpec", "open_target"]
+def placeholder(spec: TargetSpec) -> Built:
+    """What `volbench plan` shows a workload instead of a built target: a directory,
+    or only a device for targets that carry no filesystem (fs: none)."""
+    fs = getattr(spec, "fs", None)
+    raw = isinstance(fs, FsSpec) and not fs.mounted
+    return Built(spec.name, spec.type, path=None if raw else Path(f"<{spec.name}>"),
+                 block_device=f"<{spec.name}-device>")
+
+
+__all__ = ["KINDS", "BuildContext", "Built", "TargetSpec", "open_target", "placeholder"]
