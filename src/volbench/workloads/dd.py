@@ -1,0 +1,302 @@
+"""dd: sequential write and read of bs × count bytes, with direct I/O by default (seed 004).
+
+On a target with a filesystem dd works on a file there; on a raw block-device
+target (no filesystem: `Built.path` is None) on the device itself, from offset 0.
+
+Writes and reads of one size share one data file (or the device's first bytes),
+written once by an untimed setup step, so reads hit real blocks and writes are
+*rewrites* of allocated blocks (`conv=notrunc`: without it dd truncates the
+file first and every write allocates afresh). `file: fresh` writes a new file
+in every run instead (removed after the run): *first writes*, the case seed 004
+found twice as slow on thin volumes.
+
+Without direct I/O, writes end with `conv=fdatasync` so the time includes
+getting the data to the disk, not only into the page cache.
+
+The rate is bytes / seconds from dd's summary line on stderr, which is exact;
+dd's own rate is rounded to 2-3 digits in decimal units (kB/MB/GB).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from volbench import units
+from volbench.errors import ParseError, VolbenchError
+from volbench.fields import Reader
+from volbench.model import Metric, Params, Parsed, Scalar
+from volbench.targets.base import Built
+from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
+
+OPS = ("write", "read")
+FILES = ("reuse", "fresh")
+# Slowest rate timeouts allow for (a throttled "standard" disk may do ~5 MiB/s).
+SLOWEST_BPS = 2 * 1024**2
+# coreutils 8.x/9.x: "N bytes (1.0 GB, 954 MiB) copied, 15.9 s, 65.9 MB/s"; 9.x drops the
+# parenthesis below 1000 bytes and says "byte" for 1; coreutils 6.x wrote "seconds".
+_SUMMARY = re.compile(
+    r"(?P<bytes>\d+) bytes? (?:\([^)]*\) )?copied, (?P<s>\d+(?:\.\d+)?(?:e[-+]?\d+)?) "
+    r"s(?:econds)?, (?P<rate>[\d.]+|[Ii]nfinity) (?P<unit>[kMGTPE]?B)/s"
+)
+_RECORDS = re.compile(r"(?P<full>\d+)\+(?P<partial>\d+) records (?P<dir>in|out)")
+_OPERAND = re.compile(r"\b(?P<key>if|of|bs|count|iflag|oflag)=(?P<value>\S+)")
+_RATE_UNIT = {"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15, "EB": 1e18}
+
+
+@dataclass(frozen=True)
+class DdSpec(WorkloadSpec):
+    pass
+
+
+def _op(value: Any) -> str:
+    if value not in OPS:
+        raise ValueError(f"'{value}' is not one of: {', '.join(OPS)}")
+    return str(value)
+
+
+def _file(value: Any) -> str:
+    if value not in FILES:
+        raise ValueError(f"'{value}' is not one of: {', '.join(FILES)}")
+    return str(value)
+
+
+def _bs(value: Any) -> str:
+    size = units.parse_size(value)
+    if size < 512 or size % 512:
+        raise ValueError(
+            f"expected a block size of whole 512-byte sectors (direct I/O needs "
+            f"them), got {value!r}"
+        )
+    return units.format_size(size)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a whole number of blocks, at least 1, got {value!r}")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def parse(r: Reader, name: str) -> DdSpec:
+    matrix: dict[str, tuple[Scalar, ...]] = {
+        "op": tuple(r.axis("op", ["write", "read"], _op, "write or read", "write")),
+        "bs": tuple(r.axis("bs", "1M", _bs, "a block size such as 1M", "1M")),
+        "count": tuple(r.axis("count", 256, _count, "a number of blocks", 256)),
+        "direct": tuple(r.axis("direct", True, _flag, "true or false", True)),
+        "file": tuple(r.axis("file", "reuse", _file, "reuse or fresh", "reuse")),
+    }
+    if "fresh" in matrix["file"] and "write" not in matrix["op"]:
+        r.problem(
+            "file",
+            "fresh files only apply to writes (reads use the laid-out file)",
+            "add write to op, or remove file: fresh",
+        )
+    r.finish()
+    return DdSpec(name, "dd", matrix)
+
+
+def cases(spec: DdSpec) -> list[dict[str, Scalar]]:
+    """The matrix; reads always use the laid-out file, so they lose the `file` axis."""
+    seen: dict[tuple[tuple[str, Scalar], ...], dict[str, Scalar]] = {}
+    for case in spec.cases():
+        if case["op"] == "read":
+            case = {k: v for k, v in case.items() if k != "file"}
+        seen.setdefault(tuple(case.items()), case)
+    return list(seen.values())
+
+
+def total_bytes(params: Params) -> int:
+    return units.parse_size(str(params["bs"])) * int(params["count"])
+
+
+def _device_bytes(device: str) -> int | None:
+    """Size of a block device from sysfs (512-byte sectors), if it can be read."""
+    try:
+        sectors = Path(f"/sys/class/block/{Path(device).name}/size").read_text()
+    except OSError:
+        return None
+    return int(sectors) * 512
+
+
+def _data_path(params: Params, built: Built) -> str:
+    """Where dd reads and writes: a file on the filesystem, or the raw device."""
+    size = total_bytes(params)
+    if built.path is not None:
+        if params.get("file") == "fresh":
+            return str(built.path / "volbench-dd-fresh.dat")
+        return str(built.path / f"volbench-dd-{units.format_size(size)}.dat")
+    if built.block_device is None:
+        raise VolbenchError(f"target {built.name} has neither a directory nor a device")
+    if params.get("file") == "fresh":
+        raise VolbenchError(
+            f"file: fresh needs a filesystem, and target {built.name} is a raw "
+            "device; use file: reuse, or a fresh target for first writes"
+        )
+    capacity = _device_bytes(built.block_device)
+    if capacity is not None and size > capacity:
+        raise VolbenchError(
+            f"dd would go past the end of {built.block_device} "
+            f"({units.format_size(size)} > {units.format_size(capacity)}); "
+            "lower bs × count"
+        )
+    return built.block_device
+
+
+def _write_argv(path: str, params: Params, direct: bool, fresh: bool) -> list[str]:
+    argv = ["dd", "if=/dev/zero", f"of={path}", f"bs={params['bs']}", f"count={params['count']}"]
+    if direct:
+        argv.append("oflag=direct")
+    conv = [] if fresh else ["notrunc"]
+    if not direct:
+        conv.append("fdatasync")
+    if conv:
+        argv.append("conv=" + ",".join(conv))
+    return argv
+
+
+def setup_key(spec: DdSpec, params: Params) -> str:
+    if params.get("file") == "fresh":
+        return "dd-nothing"
+    return f"dd-layout-{total_bytes(params)}"
+
+
+def setup(spec: DdSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    """Write the shared data file (or device region) once, untimed and unthrottled."""
+    if params.get("file") == "fresh":
+        return []
+    try:
+        path = _data_path(params, ctx.built)
+    except VolbenchError:
+        return []  # command() raises the same error into the run's record
+    argv = _write_argv(path, params, direct=True, fresh=False)
+    return [Invocation(tuple(argv), timeout=_timeout(params), throttled=False)]
+
+
+def _timeout(params: Params) -> float:
+    return 120.0 + total_bytes(params) / SLOWEST_BPS
+
+
+def command(spec: DdSpec, params: Params, ctx: RunContext) -> Invocation:
+    path = _data_path(params, ctx.built)
+    direct = bool(params["direct"])
+    if params["op"] == "write":
+        argv = _write_argv(path, params, direct, fresh=params.get("file") == "fresh")
+    else:
+        argv = [
+            "dd",
+            f"if={path}",
+            "of=/dev/null",
+            f"bs={params['bs']}",
+            f"count={params['count']}",
+        ]
+        if direct:
+            argv.append("iflag=direct")
+    return Invocation(tuple(argv), timeout=_timeout(params))
+
+
+def after(spec: DdSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    """Remove a fresh file, so the next repetition writes a new one again."""
+    if params.get("file") != "fresh" or ctx.built.path is None:
+        return []
+    return [Invocation(("rm", "-f", _data_path(params, ctx.built)), timeout=120, throttled=False)]
+
+
+def estimate(spec: DdSpec, params: Params) -> float:
+    return 1.0 + total_bytes(params) / (200 * 1024**2)
+
+
+def working_set(spec: DdSpec, params: Params) -> int | None:
+    return total_bytes(params)
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def parse_text(text: str, source: str = "dd output") -> Parsed:
+    """bw (B/s) and bytes from dd's last summary line; progress updates are skipped."""
+    summaries = list(_SUMMARY.finditer(text))
+    if not summaries:
+        raise ParseError(
+            "dd",
+            source,
+            "no 'N bytes … copied, S s, R MB/s' summary (status=none "
+            "or status=noxfer print none; dd's summary is on stderr)",
+        )
+    m = summaries[-1]
+    nbytes, seconds = int(m.group("bytes")), float(m.group("s"))
+    records = [r for r in _RECORDS.finditer(text) if r.group("dir") == "in"]
+    note = ""
+    if records and int(records[-1].group("partial")):
+        note = (
+            "partial records: the input ended early or returned short reads, so fewer "
+            "bytes than bs × count moved"
+        )
+    if seconds > 0:
+        bw = Metric("bw", nbytes / seconds, "B/s", note=note)
+    elif m.group("rate").lower() == "infinity":
+        bw = Metric("bw", None, "B/s", note="too fast to measure (dd printed Infinity)")
+    else:
+        bw = Metric("bw", float(m.group("rate")) * _RATE_UNIT[m.group("unit")], "B/s", note=note)
+    # dd's seconds are bytes / bw: kept in the raw output, not repeated as a metric.
+    return Parsed((bw, Metric("bytes", float(nbytes), "B")))
+
+
+def runs_in(text: str) -> int:
+    """How many dd runs a text holds (one 'records in' line each)."""
+    return sum(1 for r in _RECORDS.finditer(text) if r.group("dir") == "in")
+
+
+def params_of(text: str) -> dict[str, Scalar]:
+    """Parameters under dd workloads' names: from a dd command line in the text (terminal
+    copies show it), else block count and size from the records and byte count."""
+    params: dict[str, Scalar] = {}
+    operands = {m.group("key"): m.group("value") for m in _OPERAND.finditer(text)}
+    if operands.get("if") == "/dev/zero":
+        params["op"] = "write"
+    elif operands.get("of") == "/dev/null":
+        params["op"] = "read"
+    if "bs" in operands:
+        try:
+            params["bs"] = units.format_size(units.parse_size(operands["bs"]))
+        except ValueError:
+            params["bs"] = operands["bs"]
+    if operands.get("count", "").isdigit():
+        params["count"] = int(operands["count"])
+    if "iflag" in operands or "oflag" in operands:
+        params["direct"] = "direct" in operands.get("iflag", "") + operands.get("oflag", "")
+    records = [r for r in _RECORDS.finditer(text) if r.group("dir") == "out"]
+    summary = list(_SUMMARY.finditer(text))
+    if records and summary and not int(records[-1].group("partial")):
+        full = int(records[-1].group("full"))
+        params.setdefault("count", full)
+        if full and "bs" not in params:
+            params["bs"] = units.format_size(int(summary[-1].group("bytes")) // full)
+    return params
+
+
+def parse_output(spec: DdSpec, params: Params, run: RunOutput) -> Parsed:
+    return parse_text(run.outputs.get("stderr", ""), "dd stderr")
+
+
+KIND = WorkloadKind(
+    "dd",
+    "dd sequential write/read with direct I/O (op × bs × count × file reuse|fresh)",
+    parse,
+    cases,
+    command,
+    parse_output,
+    estimate,
+    setup=setup,
+    setup_key=setup_key,
+    after=after,
+    tools=("dd",),
+    working_set=working_set,
+)
