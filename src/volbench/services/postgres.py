@@ -1,0 +1,422 @@
+"""A throwaway PostgreSQL cluster whose data directory lives on the target under test.
+
+The life of a cluster (every step journaled, see journal.py):
+
+1. a private directory in the service workdir (outside the target) holds the server
+   log, the facts file and the socket directory (owned by postgres, mode 0700);
+2. a data directory on the target, filled by `initdb` run as postgres;
+3. `postgres -D DATA` runs as postgres inside the target's blkio cgroup, so the server's
+   own I/O (WAL fsyncs, checkpoints, reads) is throttled as the disk class says (proc
+   joins the cgroup before dropping to the postgres user). No TCP
+   (`listen_addresses=''`): clients reach it only through the private socket directory;
+4. the stop is SIGQUIT to the postmaster, what `pg_ctl stop -m immediate` sends: a
+   shutdown checkpoint is wasted on a cluster about to be deleted. Then the data
+   directory and the private directory go.
+
+The postmaster is journaled by PID and start time, and with its data directory, so
+`volbench cleanup` removes what a SIGKILLed volbench left: the postmaster itself gets
+the kernel's parent-death signal then, but its data directory, its shared memory and any
+backend still finishing remain for cleanup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import json
+import os
+import pwd
+import re
+import signal
+import socket
+import stat
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from volbench import hostinfo, proc, tools
+from volbench.errors import ResourceError
+from volbench.journal import Entry, Scope, process_start_ticks, undoer
+from volbench.model import digest
+from volbench.mounts import make_tree
+from volbench.recipe import Recipe
+from volbench.targets.base import Built
+
+PG_USER = "postgres"
+READY_TIMEOUT = 120.0
+STOP_TIMEOUT = 60.0
+FACTS = "facts.json"
+LOG = "postgres.log"
+# Settings volbench sets unless the workload spec says otherwise (PostgreSQL 15's own
+# defaults, written out so every result records them).
+DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections": "100"}
+# Settings that make the cluster private; the spec may not change them.
+FIXED = ("listen_addresses", "unix_socket_directories", "port")
+# Settings read back from the running server and stored with every run.
+RECORDED = ("shared_buffers", "max_connections", "fsync", "synchronous_commit",
+            "full_page_writes", "wal_level", "wal_sync_method", "wal_compression",
+            "max_wal_size", "checkpoint_timeout", "checkpoint_completion_target",
+            "effective_cache_size", "work_mem", "maintenance_work_mem", "autovacuum",
+            "effective_io_concurrency", "random_page_cost", "data_checksums", "huge_pages",
+            "shared_memory_type", "server_version")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)?$")
+_UNIT_BYTES = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """postgresql.conf settings of a cluster: the defaults with the user's on top."""
+
+    settings: tuple[tuple[str, str], ...] = tuple(sorted(DEFAULT_SETTINGS.items()))
+
+    @property
+    def key(self) -> str:
+        """Clusters with the same settings are the same service (one per target)."""
+        return "postgres-" + digest(dict(self.settings))[:12]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.settings)
+
+
+def make_config(user: Mapping[str, str]) -> ClusterConfig:
+    merged = {**DEFAULT_SETTINGS, **user}
+    return ClusterConfig(tuple(sorted(merged.items())))
+
+
+def setting_problem(name: str) -> str | None:
+    """Why a setting name cannot be used, or None."""
+    if not _NAME.match(name):
+        return f"'{name}' is not a PostgreSQL setting name"
+    if name in FIXED:
+        return f"{name} is set by volbench to keep the cluster private"
+    return None
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running cluster: where clients reach it and what it is."""
+
+    datadir: Path
+    home: Path
+    port: int
+    pid: int
+    bindir: Path
+    info: Mapping[str, Any]
+
+    @property
+    def sockdir(self) -> Path:
+        return self.home / "sock"
+
+    def values(self) -> dict[str, str]:
+        """What workloads need to connect (ServiceHandle.values)."""
+        return {"host": str(self.sockdir), "port": str(self.port), "user": PG_USER,
+                "workdir": str(self.home), "facts": str(self.home / FACTS),
+                "bindir": str(self.bindir)}
+
+
+@contextmanager
+def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path
+            ) -> Iterator[Server]:
+    """Create, start and (always) stop and delete a cluster with its data on `built`."""
+    if os.geteuid() != 0:
+        raise ResourceError("the PostgreSQL server runs as the postgres user, which only "
+                            "root can start: run volbench as root")
+    if built.path is None:
+        raise ResourceError(f"target {built.name} has no filesystem for PostgreSQL's data "
+                            "directory; give the target a filesystem (fs: xfs)")
+    # The real directory, so psql and initdb match the server (/usr/local/bin may hold links).
+    bindir = Path(tools.require("postgres")).resolve().parent
+    recipe = Recipe(tracker=scope)
+    home = _private_dir(scope, workdir / "postgres")
+    datadir = make_tree(scope, built.path / f"volbench-pgdata-{uuid.uuid4().hex[:8]}")
+    _give_to_postgres(datadir)
+    check_reachable(datadir)
+    recipe.run([str(bindir / "initdb"), "-D", str(datadir), "-U", PG_USER, "--auth=trust",
+                "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+               timeout=300, user=PG_USER, cwd=home,
+               hint="see the initdb message above; the data directory is on the target")
+    entry = scope.add("postgres", datadir=str(datadir), home=str(home))
+    server: proc.Background | None = None
+    try:
+        server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
+                              built, scope, entry, recipe)
+        info = _describe(bindir, home, port, config, built)
+        info.update(datadir=str(datadir), port=port, pid=server.pid, recipe=recipe.steps)
+        (home / FACTS).write_text(json.dumps(info, indent=1, sort_keys=True))
+        yield Server(datadir, home, port, server.pid, bindir, info)
+    finally:
+        try:
+            scope.release(entry)
+        finally:
+            if server is not None:
+                _reap(server)
+
+
+def _private_dir(scope: Scope, path: Path) -> Path:
+    """Log, facts and the socket directory: readable by all, the socket only by postgres."""
+    home = make_tree(scope, path)
+    home.chmod(0o755)
+    sock = home / "sock"
+    sock.mkdir(mode=0o700)
+    _give_to_postgres(sock)
+    check_reachable(sock)
+    return home
+
+
+def _give_to_postgres(path: Path) -> None:
+    entry = pwd.getpwnam(PG_USER)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o700)
+
+
+def check_reachable(path: Path, user: str = PG_USER) -> None:
+    """Every directory above `path` must let `user` through, or the server cannot start."""
+    entry = pwd.getpwnam(user)
+    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    for parent in reversed(path.parents):
+        st = parent.stat()
+        if st.st_uid == entry.pw_uid:
+            ok = st.st_mode & stat.S_IXUSR
+        elif st.st_gid in groups:
+            ok = st.st_mode & stat.S_IXGRP
+        else:
+            ok = st.st_mode & stat.S_IXOTH
+        if not ok:
+            raise ResourceError(
+                f"the {user} user cannot reach {path}: {parent} is "
+                f"{stat.filemode(st.st_mode)}; run `chmod o+x {parent}` or put the workdir "
+                "and targets below directories other users may enter")
+
+
+def free_port() -> int:
+    """A port number no local server uses.
+
+    With listen_addresses='' the port only names the socket file in the private
+    directory (and seeds the shared-memory key, which PostgreSQL probes until free),
+    so clusters of parallel runs cannot collide; a port no TCP server holds and no
+    system cluster's socket uses keeps `ps`, logs and pg_wrapper unambiguous too.
+    """
+    for _ in range(20):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not any(Path(d, f".s.PGSQL.{port}").exists()
+                   for d in ("/var/run/postgresql", "/tmp")):
+            return port
+    raise ResourceError("no free port found for PostgreSQL; free some local ports")
+
+
+def _server_args(config: ClusterConfig, home: Path, port: int) -> list[str]:
+    fixed = {"listen_addresses": "", "unix_socket_directories": str(home / "sock"),
+             "port": str(port)}
+    return [arg for name, value in (*config.settings, *fixed.items())
+            for arg in ("-c", f"{name}={value}")]
+
+
+def _start(argv: list[str], config: ClusterConfig, home: Path, built: Built, scope: Scope,
+           entry: Entry, recipe: Recipe) -> tuple[proc.Background, int]:
+    datadir = Path(entry.data["datadir"])
+    for attempt in (1, 2, 3):
+        port = free_port()
+        full = [*argv, *_server_args(config, home, port)]
+        scope.update(entry, port=port)
+        server = proc.start(full, log=home / LOG, cwd=datadir, cgroup=built.cgroup,
+                            user=PG_USER)
+        scope.update(entry, pid=server.pid, start=process_start_ticks(server.pid))
+        problem = _wait_ready(server, datadir)
+        if problem is None:
+            where = f" in cgroup {built.cgroup}" if built.cgroup else ""
+            recipe.note(f"started in the background{where}: {proc.command_line(full)}")
+            return server, port
+        stop(entry.data)
+        _reap(server)
+        tail = " | ".join(server.output().strip().splitlines()[-4:])
+        if attempt < 3 and ("lock file" in tail or "already in use" in tail):
+            continue
+        raise ResourceError(f"PostgreSQL did not start on target {built.name}: {problem}; "
+                            f"server log: {tail or '(empty)'}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _wait_ready(server: proc.Background, datadir: Path) -> str | None:
+    """None once postmaster.pid says "ready" (accepting connections), else what went wrong."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    pidfile = datadir / "postmaster.pid"
+    while time.monotonic() < deadline:
+        if not server.alive():
+            return f"postgres exited with code {server.popen.returncode}"
+        try:
+            lines = pidfile.read_text().splitlines()
+        except FileNotFoundError:
+            lines = []
+        # Line 8 is the postmaster's status (PostgreSQL >= 10).
+        if len(lines) >= 8 and lines[0].strip() == str(server.pid) \
+                and lines[7].strip() == "ready":
+            return None
+        time.sleep(0.05)
+    return f"not ready after {READY_TIMEOUT:g} s"
+
+
+def _describe(bindir: Path, home: Path, port: int, config: ClusterConfig, built: Built
+              ) -> dict[str, Any]:
+    """The settings the server really runs with, shared_buffers and RAM in bytes."""
+    names = sorted({*RECORDED, *config.as_dict()})
+    query = ("SELECT name, current_setting(name), setting, coalesce(unit, '') FROM pg_settings"
+             " WHERE name IN (" + ", ".join(f"'{n}'" for n in names) + ") ORDER BY name")
+    done = proc.run([str(bindir / "psql"), "-X", "-At", "-F", "\t", "-h", str(home / "sock"),
+                     "-p", str(port), "-U", PG_USER, "-d", "postgres", "-c", query], timeout=60)
+    settings: dict[str, str] = {}
+    shared_buffers = 0
+    for line in done.stdout.splitlines():
+        name, shown, raw, unit = [*line.split("\t"), "", "", ""][:4]
+        settings[name] = shown
+        if name == "shared_buffers":
+            shared_buffers = int(raw) * unit_bytes(unit)
+    return {"server_version": settings.get("server_version", ""), "settings": settings,
+            "shared_buffers_bytes": shared_buffers, "ram_bytes": hostinfo.memory_bytes(),
+            "cgroup": str(built.cgroup) if built.cgroup else None}
+
+
+def unit_bytes(unit: str) -> int:
+    """pg_settings units such as '8kB' or 'MB' as a number of bytes."""
+    m = re.match(r"^(\d*)\s*([kMGT]?B)$", unit)
+    if not m:
+        return 1
+    return int(m.group(1) or 1) * _UNIT_BYTES[m.group(2)]
+
+
+def _reap(server: proc.Background) -> None:
+    """Collect our child's exit status (it is already stopped, or is stopped now)."""
+    try:
+        server.popen.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        server.stop()
+
+
+# -- stopping (normal teardown and `volbench cleanup`) ---------------------------------
+
+def _state(pid: int) -> tuple[str, int] | None:
+    """(state letter, start ticks) of a process, or None when it does not exist."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[19])
+
+
+def _running(pid: int, start: int | None) -> bool:
+    """Alive (a zombie has exited) and the same process (not a reused PID)."""
+    st = _state(pid)
+    return st is not None and st[0] != "Z" and (start is None or st[1] == start)
+
+
+def _serves(pid: int, datadir: Path) -> bool:
+    """Is `pid` a postmaster of this data directory (its argv names it)?"""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return os.fsencode(str(datadir)) in argv
+
+
+def _pidfile(datadir: Path) -> tuple[int | None, str]:
+    """(postmaster PID, shared-memory line) from postmaster.pid, if it is there."""
+    try:
+        lines = (datadir / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None, ""
+    pid = int(lines[0]) if lines and lines[0].strip().isdigit() else None
+    return pid, lines[6] if len(lines) > 6 else ""
+
+
+def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _children(pid: int) -> list[tuple[int, int]]:
+    """(PID, start ticks) of the processes whose parent is `pid`.
+
+    PostgreSQL's server processes call setsid(): each leads its own process group, so
+    the postmaster's group holds only itself; its children are found by parent PID.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                text = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            if int(fields[1]) == pid:
+                found.append((int(entry.name), int(fields[19])))
+    return found
+
+
+def stop(data: Mapping[str, Any]) -> None:
+    """Stop the postmaster journaled in `data` and every server process it started."""
+    datadir = Path(data["datadir"])
+    file_pid, shm = _pidfile(datadir)
+    pid, start = data.get("pid"), data.get("start")
+    if pid is None and file_pid is not None and _serves(file_pid, datadir):
+        # Journaled but killed before the PID was written down: postmaster.pid knows it.
+        pid, start = file_pid, process_start_ticks(file_pid)
+    if pid is None or not _running(int(pid), start):
+        _drop_shared_memory(shm, int(pid or 0))
+        return
+    pid = int(pid)
+    children = _children(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGQUIT)
+    if not _wait_until(lambda: not _running(pid, start), STOP_TIMEOUT):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    # Server processes leave by themselves once the postmaster is gone; one that does not
+    # would keep the target's filesystem busy.
+    def left() -> list[int]:
+        return [child for child, ticks in children if _running(child, ticks)]
+
+    if not _wait_until(lambda: not left(), 10.0):
+        for child in left():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        _wait_until(lambda: not left(), 5.0)
+    _drop_shared_memory(shm, pid)
+
+
+def _drop_shared_memory(shm_line: str, pid: int) -> None:
+    """Remove the SysV segment a killed postmaster left (a clean stop removes it itself)."""
+    parts = shm_line.split()
+    if len(parts) != 2 or not parts[1].isdigit():
+        return
+    try:
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()
+    except OSError:
+        return
+    if not rows:
+        return
+    names = rows[0].split()
+    for row in rows[1:]:
+        seg = dict(zip(names, row.split(), strict=False))
+        if seg.get("shmid") == parts[1] and seg.get("cpid") == str(pid) \
+                and seg.get("nattch") == "0" and tools.find("ipcrm"):
+            proc.run(["ipcrm", "-m", parts[1]], timeout=30, check=False)
+
+
+@undoer("postgres")
+def _undo_postgres(data: Mapping[str, Any]) -> None:
+    stop(data)
+    pid = data.get("pid")
+    if pid is not None and _running(int(pid), data.get("start")):
+        raise OSError(f"PostgreSQL (PID {pid}) is still running; stop it by hand: "
+                      f"kill -QUIT {pid}")

@@ -1,0 +1,387 @@
+"""pgbench on a throwaway PostgreSQL cluster whose data lives on the target.
+
+Two modes (a matrix axis, `mode`):
+- `run` (default): the database is initialised once per target and scale, untimed
+  (`pgbench -i`, then CHECKPOINT), in a database of its own per scale (`bench_s<N>`),
+  so interleaved cases of several scales never re-initialise; each measured run is
+  `pgbench -c -j -T|-t -P 1 -l` with a builtin or custom script;
+- `init`: the measured run *is* `pgbench -i -s N` (in `init_s<N>`), repeated from
+  scratch every repetition (pgbench drops the tables first): init time as a whole,
+  per phase, and the row-generation rate over time (stalls show).
+
+Latency percentiles come from pgbench's per-transaction logs (`-l`, optionally
+`--sampling-rate`): binned into a histogram (3 significant digits) that merges across
+repetitions. The per-second series comes from `-P 1`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from volbench import hostinfo, units
+from volbench.fields import Reader
+from volbench.model import Histogram, Params, Parsed, Scalar, digest
+from volbench.services import postgres
+from volbench.workloads import pgbench_parse as parsing
+from volbench.workloads.base import (
+    Invocation,
+    RunContext,
+    RunOutput,
+    ServiceContext,
+    ServiceHandle,
+    WorkloadKind,
+    WorkloadSpec,
+)
+
+MODES = ("run", "init")
+BUILTINS = ("tpcb-like", "simple-update", "select-only")
+QUERY_MODES = ("simple", "extended", "prepared")
+INIT_STEPS = "dtgGvpf"
+# pg_database_size after `pgbench -i -s N` on this project's machines (PostgreSQL 15,
+# fillfactor 100): 23.6, 86.3, 164.7 and 321.5 MB for N = 1, 5, 10, 20, i.e.
+# 7.9 MB + 15.68 MB per scale unit (100000 accounts rows each).
+BASE_BYTES = 7_900_000
+BYTES_PER_SCALE = 15_680_000
+# Seconds of init per scale unit on an unthrottled loop disk here (0.35), for estimates.
+INIT_S_PER_SCALE = 0.4
+TXLOG = "pgbench_txlog"
+RUN_ONLY = ("clients", "threads", "duration", "transactions", "script", "query_mode")
+# Options volbench sets itself; in `options:` they would fight with the matrix.
+MANAGED = ("-h", "--host", "-p", "--port", "-U", "--username", "-i", "--initialize",
+           "-s", "--scale", "-l", "--log", "--log-prefix", "-P", "--progress")
+SCALE_FORMS = "a scale factor (10), a database size (4G) or a multiple of RAM (2xRAM)"
+_RAM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*RAM\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PgbenchSpec(WorkloadSpec):
+    cluster: postgres.ClusterConfig = postgres.ClusterConfig()
+    # pgbench -I steps for every init ("" = pgbench's default, dtgvp).
+    init_steps: str = ""
+    init_options: tuple[str, ...] = ()
+    # Extra pgbench arguments for measured runs, verbatim.
+    options: tuple[str, ...] = ()
+    # Fraction of transactions written to the latency log (--sampling-rate).
+    log_sampling: float = 1.0
+    # CHECKPOINT after every measured run, so no run pays for its predecessor's writes.
+    checkpoint: bool = True
+
+
+def scale_for_bytes(size: int) -> int:
+    """The smallest scale whose database is at least `size` bytes (at least 1)."""
+    return max(1, math.ceil((size - BASE_BYTES) / BYTES_PER_SCALE))
+
+
+def database_bytes(scale: int) -> int:
+    return BASE_BYTES + BYTES_PER_SCALE * scale
+
+
+def _scale(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected {SCALE_FORMS}, got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"a scale factor is at least 1, got {value}")
+        return value
+    text = str(value).strip()
+    if text.isdigit():
+        return _scale(int(text))
+    m = _RAM.match(text)
+    if m:
+        ram = hostinfo.memory_bytes()
+        if not ram:
+            raise ValueError("cannot read this machine's RAM (/proc/meminfo) for xRAM")
+        return scale_for_bytes(int(float(m.group(1)) * ram))
+    try:
+        return scale_for_bytes(units.parse_size(text))
+    except ValueError:
+        raise ValueError(f"expected {SCALE_FORMS}, got {value!r}") from None
+
+
+def _positive(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _whole_seconds(value: Any) -> float:
+    seconds = units.parse_duration(value)
+    if seconds < 1 or seconds != int(seconds):
+        raise ValueError(f"pgbench -T takes whole seconds (at least 1), got {value!r}")
+    return seconds
+
+
+def _script(value: Any) -> str:
+    text = str(value)
+    if text in BUILTINS:
+        return text
+    path = Path(text)
+    if path.is_file():
+        return str(path.resolve())
+    raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) nor a "
+                     "readable script file; expected a builtin name or a file path")
+
+
+def _choice(choices: tuple[str, ...]) -> Any:
+    def convert(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"'{value}' is not one of: {', '.join(choices)}")
+        return str(value)
+    return convert
+
+
+def _pg_value(value: Any) -> str:
+    if isinstance(value, bool):  # YAML reads `fsync: off` as false
+        return "on" if value else "off"
+    return str(value)
+
+
+def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
+    sr = r.sub("settings", {})
+    user: dict[str, str] = {}
+    for key, value in sr.data.items():
+        problem = postgres.setting_problem(str(key))
+        if problem:
+            sr.problem(str(key), problem, "remove it")
+        elif value is None or isinstance(value, dict | list):
+            sr.problem(str(key), "expected one value such as 256MB, on or 200")
+        else:
+            user[str(key)] = _pg_value(value)
+    # Every client holds a connection; a few more for volbench's psql and pgbench's own.
+    need = max_clients + 10
+    if "max_connections" not in user:
+        user["max_connections"] = str(max(100, need))
+    elif not user["max_connections"].isdigit() or int(user["max_connections"]) < need:
+        sr.problem("max_connections", f"must be at least {need} for {max_clients} clients",
+                   "raise it or leave it out (volbench then sets it)")
+    return postgres.make_config(user)
+
+
+def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
+    """-T seconds (duration) or -t transactions per client, never both."""
+    if r.has("transactions"):
+        if r.has("duration"):
+            r.problem("transactions", "cannot be combined with duration",
+                      "give duration (pgbench -T) or transactions per client (-t), not both")
+            r.raw("duration")
+        matrix["transactions"] = tuple(r.axis("transactions", 1000, _positive,
+                                              "a whole number", 1))
+    else:
+        matrix["duration"] = tuple(r.axis("duration", "60s", _whole_seconds,
+                                          "a duration such as 60s", 60.0))
+
+
+def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: float) -> None:
+    for i, option in enumerate(options):
+        if option.split("=")[0] in MANAGED:
+            r.problem(f"options[{i}]", f"{option} is set by volbench",
+                      "use the workload's fields (scale, clients, …) instead")
+    bad = sorted(set(init_steps) - set(INIT_STEPS))
+    if bad:
+        r.problem("init_steps", f"unknown init steps {''.join(bad)}",
+                  f"use letters of {INIT_STEPS} (pgbench -I)")
+    if not 0 < log_sampling <= 1:
+        r.problem("log_sampling", f"must be a fraction above 0 and at most 1, got {log_sampling}")
+
+
+def parse(r: Reader, name: str) -> PgbenchSpec:
+    matrix: dict[str, tuple[Scalar, ...]] = {
+        "mode": tuple(r.axis("mode", "run", _choice(MODES), "run or init", "run")),
+        "scale": tuple(r.axis("scale", 10, _scale, SCALE_FORMS, 1)),
+        "clients": tuple(r.axis("clients", 10, _positive, "a whole number", 1)),
+        "threads": tuple(r.axis("threads", 1, _positive, "a whole number", 1)),
+    }
+    _length(r, matrix)
+    matrix["script"] = tuple(r.axis("script", "tpcb-like", _script, "a builtin or a file",
+                                    "tpcb-like"))
+    if r.has("query_mode"):
+        matrix["query_mode"] = tuple(r.axis("query_mode", "simple", _choice(QUERY_MODES),
+                                            "a pgbench -M mode", "simple"))
+    clients = [int(c) for c in matrix["clients"]]
+    if min(int(t) for t in matrix["threads"]) > max(clients):
+        r.problem("threads", "every value exceeds every clients value",
+                  "pgbench runs at most one thread per client")
+    options = r.text_list("options", [])
+    init_options = r.text_list("init_options", [])
+    init_steps = r.text("init_steps", "")
+    log_sampling = r.number("log_sampling", 1.0)
+    _check_lists(r, [*options, *init_options], init_steps, log_sampling)
+    spec = PgbenchSpec(name, "pgbench", matrix, cluster=_cluster(r, max(clients)),
+                       init_steps=init_steps, init_options=tuple(init_options),
+                       options=tuple(options), log_sampling=log_sampling,
+                       checkpoint=r.boolean("checkpoint", True))
+    r.finish()
+    return spec
+
+
+def cases(spec: PgbenchSpec) -> list[dict[str, Scalar]]:
+    """The matrix; init cases keep only the scale, and no case has more threads than clients."""
+    seen: dict[str, dict[str, Scalar]] = {}
+    for case in spec.cases():
+        if case["mode"] == "init":
+            case = {k: v for k, v in case.items() if k not in RUN_ONLY}
+        elif int(case["threads"]) > int(case["clients"]):
+            continue
+        seen.setdefault(json.dumps(case, sort_keys=True), case)
+    return list(seen.values())
+
+
+# -- commands ---------------------------------------------------------------------------
+
+def database(spec: PgbenchSpec, params: Params) -> str:
+    """One database per mode and scale (and init variant), so cases never share tables."""
+    name = f"{'init' if params['mode'] == 'init' else 'bench'}_s{params['scale']}"
+    if spec.init_steps or spec.init_options:
+        name += "_" + digest([spec.init_steps, list(spec.init_options)])[:6]
+    return name
+
+
+def _conn(ctx: RunContext) -> list[str]:
+    s = ctx.service
+    return ["-h", s.get("host", "<socket-dir>"), "-p", s.get("port", "<port>"),
+            "-U", s.get("user", postgres.PG_USER)]
+
+
+def _psql(ctx: RunContext, db: str) -> list[str]:
+    bindir = ctx.service.get("bindir")
+    psql = str(Path(bindir) / "psql") if bindir else "psql"
+    return [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", *_conn(ctx), "-d", db]
+
+
+def _init_args(spec: PgbenchSpec, params: Params) -> list[str]:
+    steps = ["-I", spec.init_steps] if spec.init_steps else []
+    return ["-i", "-s", str(params["scale"]), *steps, *spec.init_options]
+
+
+def _init_timeout(params: Params) -> float:
+    return 600.0 + 30.0 * int(params["scale"])
+
+
+def _size_file(ctx: RunContext, db: str) -> Path:
+    return Path(ctx.service.get("workdir", str(ctx.rundir))) / f"dbsize-{db}.txt"
+
+
+def _facts(ctx: RunContext) -> dict[str, Path]:
+    facts = ctx.service.get("facts")
+    return {"facts.json": Path(facts)} if facts else {}
+
+
+def setup_key(spec: PgbenchSpec, params: Params) -> str:
+    return f"{spec.cluster.key}/{database(spec, params)}"
+
+
+def service_key(spec: PgbenchSpec, params: Params) -> str:
+    return spec.cluster.key
+
+
+def setup(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    """A fresh database; for `run`, initialised, checkpointed and its size written down.
+
+    The clients do no I/O on the target, so they stay out of its cgroup; the server,
+    which does, runs inside it: init on a throttled disk is as slow as it would be.
+    """
+    db = database(spec, params)
+    steps = [Invocation((*_psql(ctx, "postgres"), "-c", f'DROP DATABASE IF EXISTS "{db}"',
+                         "-c", f'CREATE DATABASE "{db}"'), timeout=300, throttled=False)]
+    if params["mode"] == "run":
+        steps.append(Invocation(("pgbench", *_conn(ctx), *_init_args(spec, params), db),
+                                timeout=_init_timeout(params), throttled=False))
+        steps.append(Invocation(
+            (*_psql(ctx, db), "-At", "-c", "CHECKPOINT",
+             "-c", "SELECT pg_database_size(current_database())", "-o", str(_size_file(ctx, db))),
+            timeout=_init_timeout(params), throttled=False))
+    return steps
+
+
+def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured pgbench. Like setup, the client stays out of the target's cgroup: the
+    server already runs in it, and the cgroup's I/O counts then show the server's alone."""
+    db = database(spec, params)
+    if params["mode"] == "init":
+        return Invocation(("pgbench", *_conn(ctx), *_init_args(spec, params), db),
+                          timeout=_init_timeout(params), cwd=ctx.rundir, outputs=_facts(ctx),
+                          throttled=False)
+    argv = ["pgbench", *_conn(ctx), "-c", str(params["clients"]), "-j", str(params["threads"])]
+    if "duration" in params:
+        argv += ["-T", f"{params['duration']:.0f}"]
+        timeout = 3 * float(params["duration"]) + 300
+    else:
+        argv += ["-t", str(params["transactions"])]
+        timeout = max(3600.0, int(params["clients"]) * int(params["transactions"]) * 0.05)
+    argv += ["-P", "1", "-l", f"--log-prefix={TXLOG}"]
+    if spec.log_sampling < 1:
+        argv.append(f"--sampling-rate={spec.log_sampling:g}")
+    script = str(params["script"])
+    argv += ["-b", script] if script in BUILTINS else ["-f", script]
+    if "query_mode" in params:
+        argv += ["-M", str(params["query_mode"])]
+    argv += [*spec.options, db]
+    return Invocation(tuple(argv), timeout=timeout, cwd=ctx.rundir,
+                      outputs={**_facts(ctx), "dbsize.txt": _size_file(ctx, db)},
+                      output_globs=(f"{TXLOG}.*",), throttled=False)
+
+
+def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    if not spec.checkpoint:
+        return []
+    return [Invocation((*_psql(ctx, database(spec, params)), "-c", "CHECKPOINT"),
+                       timeout=1800, throttled=False)]
+
+
+@contextmanager
+def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
+                 ) -> Iterator[ServiceHandle]:
+    with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir) as server:
+        yield ServiceHandle(server.values(), dict(server.info))
+
+
+# -- results ----------------------------------------------------------------------------
+
+def parse_output(spec: PgbenchSpec, params: Params, run: RunOutput) -> Parsed:
+    outputs = run.outputs
+    if params.get("mode") == "init":
+        return parsing.parse_init(outputs.get("stderr", ""), "pgbench -i stderr")
+    report = parsing.parse_run(outputs.get("stdout", ""), "pgbench stdout")
+    series = parsing.parse_progress(outputs.get("stderr", ""))
+    logs = [text for name, text in sorted(outputs.items()) if name.startswith(TXLOG + ".")]
+    metrics = list(report.metrics)
+    histograms: tuple[Histogram, ...] = ()
+    if any(o.startswith("--aggregate-interval") for o in spec.options):
+        series = series or tuple(s for text in logs[:1] for s in parsing.parse_aggregate_log(text))
+    else:
+        latency, histograms = parsing.latency_metrics(parsing.parse_txlogs(logs), spec.log_sampling)
+        metrics += latency
+    cache, note = parsing.cache_metrics(outputs.get("facts.json"), outputs.get("dbsize.txt"))
+    if note:
+        metrics = [replace(m, note="; ".join(filter(None, (m.note, note))))
+                   if m.name in ("tps", "latency_avg") and not m.tags else m for m in metrics]
+    return Parsed(tuple(metrics + cache), series, histograms)
+
+
+def estimate(spec: PgbenchSpec, params: Params) -> float:
+    if params.get("mode") == "init":
+        return 2.0 + INIT_S_PER_SCALE * int(params["scale"])
+    if "duration" in params:
+        return float(params["duration"]) + 1.5
+    return int(params["clients"]) * int(params["transactions"]) / 500 + 1.5
+
+
+def working_set(spec: PgbenchSpec, params: Params) -> int | None:
+    return database_bytes(int(params["scale"]))
+
+
+KIND = WorkloadKind(
+    "pgbench", "pgbench on a throwaway PostgreSQL cluster on the target "
+               "(mode × scale × clients × threads × duration × script)",
+    parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
+    after=after, service=open_service, service_key=service_key,
+    tools=("pgbench", "initdb", "postgres", "psql"), needs_root=True,
+    working_set=working_set,
+)
