@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import tool
 
+from conftest import tool
 from volbench.adaptive import Pending, pending
 from volbench.experiment import parse_document
 from volbench.model import Metric, Parsed, RunResult, Status, canonical_json
@@ -73,3 +73,16 @@ def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) 
     assert count["base"] == max(count.values()) <= 4
     assert 2 <= count["twin"] <= count["base"]
     assert all(r.repetition <= 4 for r in runs)
+
+
+def test_per_run_percentiles_do_not_keep_repetition_going_unless_asked() -> None:
+    def runs(target: str, iops: list[float], p99: list[float]) -> list[RunResult]:
+        return [RunResult(target, "w", {"rw": "randread"}, i + 1, Status.OK, 0, 1,
+                          parsed=Parsed((Metric("iops", a, "op/s", {"op": "read"}),
+                                         Metric("clat_p99", b, "s", {"op": "read"}))))
+                for i, (a, b) in enumerate(zip(iops, p99, strict=True))]
+
+    base = runs("base", [500, 501, 500], [0.010, 0.030, 0.015])
+    fast = runs("fast", [1000, 1001, 999], [0.012, 0.004, 0.028])
+    assert pending(base + fast, "base") == set()  # IOPS decided; the p99s are noise
+    assert pending(base + fast, "base", metrics=["clat_p99"])

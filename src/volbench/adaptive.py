@@ -1,20 +1,30 @@
 """Adaptive repetition: which (target, case) pairs still need runs to decide their verdict.
 
 After the minimum number of rounds, every comparison of a target with the baseline
-on a primary metric (the ones the verdict table shows) is tested; a pair whose
-comparison is not yet decided — neither a difference nor an equivalence — gets
-another interleaved round (together with the baseline for the same case), until
-every comparison is decided or `repeat.max` is reached.
+on a deciding metric is tested; a pair whose comparison is not yet decided — neither
+a difference nor an equivalence — gets another interleaved round (together with the
+baseline for the same case), until every comparison is decided or `repeat.max` is
+reached.
+
+Deciding metrics: the ones named in `repeat.metrics`, or by default the primary
+metrics (those the verdict table shows) except per-run tail percentiles. A p99 of
+one run is itself an estimate from a few hundred slow I/Os; on a throttled disk it
+swings so much from run to run that its comparison stayed open after 20 rounds
+(bench/adaptive.py) while IOPS, bandwidth and mean latency were settled after 3.
+Tail latency across runs is reported from merged histograms instead.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench.model import RunResult, Status, canonical_json
 from volbench.report.metrics import comparable, info, is_primary
 from volbench.stats import compare, is_decided
+
+_PERCENTILE = re.compile(r"_p\d+(\.\d+)?$")
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -28,8 +38,14 @@ class Pending:
     params_key: str
 
 
-def _values(runs: Sequence[RunResult]) -> dict[tuple[str, str, str], dict[tuple[str, str, str],
-                                                                         list[float]]]:
+def deciding(name: str, unit: str, wanted: Sequence[str] | None) -> bool:
+    if wanted:
+        return name in wanted
+    return is_primary(name, unit) and not _PERCENTILE.search(name)
+
+
+def _values(runs: Sequence[RunResult], wanted: Sequence[str] | None = None
+            ) -> dict[tuple[str, str, str], dict[tuple[str, str, str], list[float]]]:
     """(workload, params, target) -> (metric, unit, tags) -> values of measured OK runs."""
     out: dict[tuple[str, str, str], dict[tuple[str, str, str], list[float]]] = {}
     for run in runs:
@@ -38,7 +54,7 @@ def _values(runs: Sequence[RunResult]) -> dict[tuple[str, str, str], dict[tuple[
         case = (run.workload, canonical_json(dict(run.params)), run.target)
         per_metric = out.setdefault(case, {})
         for m in run.metrics:
-            if m.value is None or not is_primary(m.name, m.unit) or not comparable(
+            if m.value is None or not deciding(m.name, m.unit, wanted) or not comparable(
                     m.name, m.unit, m.tags):
                 continue
             key = (m.name, m.unit, canonical_json(dict(m.tags)))
@@ -47,18 +63,19 @@ def _values(runs: Sequence[RunResult]) -> dict[tuple[str, str, str], dict[tuple[
 
 
 def pending(runs: Sequence[RunResult], baseline: str,
-            thresholds: Mapping[str, float] | None = None) -> set[Pending]:
+            thresholds: Mapping[str, float] | None = None,
+            metrics: Sequence[str] | None = None) -> set[Pending]:
     """Target/case pairs whose comparison with the baseline is not decided yet."""
     thresholds = thresholds or {}
-    values = _values(runs)
+    values = _values(runs, metrics)
     undecided: set[Pending] = set()
-    for (workload, params, target), metrics in values.items():
+    for (workload, params, target), measured in values.items():
         if target == baseline:
             continue
         base = values.get((workload, params, baseline))
         if base is None:
             continue  # the baseline never produced this case: nothing to decide against
-        for (name, unit, tags), candidate in metrics.items():
+        for (name, unit, tags), candidate in measured.items():
             reference = base.get((name, unit, tags))
             direction = info(name, unit).higher_is_better
             if not reference or direction is None:

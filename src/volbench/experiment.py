@@ -45,6 +45,8 @@ class RepeatPolicy:
     min: int = 3
     max: int = 3
     until: str | None = None
+    # Metrics whose comparisons must be decided (None: primary metrics, not percentiles).
+    metrics: tuple[str, ...] | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -281,10 +283,11 @@ def _repeat(r: Reader) -> RepeatPolicy:
         low = rr.integer("min", 3, minimum=1)
         high = rr.integer("max", max(low, 10), minimum=1)
         until = rr.text("until", "decided", choices=UNTIL)
+        metrics = tuple(rr.text_list("metrics", [])) or None
         if high < low:
             rr.problem("max", f"must be at least min ({low}), got {high}")
         rr.finish()
-        return RepeatPolicy(low, high, until)
+        return RepeatPolicy(low, high, until, metrics)
     r.problem("repeat", f"expected a number of runs or {{min, max, until}}, got {value!r}",
               "e.g. repeat: 5 or repeat: {min: 3, max: 20, until: decided}")
     return RepeatPolicy()
@@ -304,7 +307,7 @@ def _thresholds(r: Reader) -> dict[str, float]:
 
 
 def root_problems(experiment: Experiment) -> list[Problem]:
-    """Targets that cannot be built without root, when not running as root."""
+    """Targets and workloads that cannot run without root, when not running as root."""
     if os.geteuid() == 0:
         return []
     problems = []
@@ -314,4 +317,8 @@ def root_problems(experiment: Experiment) -> list[Problem]:
             what = "limits" if not kind.needs_root else f"type {spec.type}"
             problems.append(Problem(f"targets[{i}]", f"{what} needs root",
                                     "run volbench as root, or use type: directory"))
+    for i, workload in enumerate(experiment.workloads):
+        if WORKLOAD_KINDS[workload.tool].needs_root:
+            problems.append(Problem(f"workloads[{i}]", f"tool {workload.tool} needs root",
+                                    "run volbench as root"))
     return problems

@@ -276,7 +276,8 @@ class Session:
         exp = self.exp
         baseline = exp.baseline or exp.targets[0].name
         for repetition in range(start + 1, exp.repeat.max + 1):
-            todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds)
+            todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
+                                    exp.repeat.metrics)
             if not todo:
                 self.progress.note(f"every comparison decided after {repetition - 1} rounds")
                 return
@@ -288,7 +289,8 @@ class Session:
                                f"{len(runs)} more run(s)")
             self.progress.more(len(runs))
             self._run_all(runs, built, done)
-        if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds):
+        if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
+                            exp.repeat.metrics):
             self.progress.note(f"some comparisons are still undecided after repeat.max = "
                                f"{exp.repeat.max} rounds; the report says how many runs each "
                                "would need")
