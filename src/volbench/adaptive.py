@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from volbench.metricinfo import comparable, info, is_primary
 from volbench.model import RunResult, Status, canonical_json
-from volbench.report.metrics import comparable, info, is_primary
 from volbench.stats import compare, is_decided
 
 _PERCENTILE = re.compile(r"_p\d+(\.\d+)?$")

@@ -102,6 +102,8 @@ def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.png and args.charts is None:
+        raise VolbenchError("--png needs --charts DIR (the directory the chart files go to)")
     with Store(args.db, create=False) as store:
         if args.list:
             for row in store.experiments():

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from volbench.report.charts_export import write_charts
 from volbench.report.csvout import CsvExporter
 from volbench.report.data import Report, build
+from volbench.report.html import HtmlExporter
 from volbench.report.jsonout import JsonExporter
 from volbench.report.markdown import MarkdownExporter
 from volbench.report.options import ReportOptions
@@ -20,7 +22,7 @@ class Exporter(Protocol):
 
 
 EXPORTERS: dict[str, Exporter] = {e.name: e for e in (
-    TerminalExporter(), MarkdownExporter(), CsvExporter(), JsonExporter(),
+    TerminalExporter(), MarkdownExporter(), CsvExporter(), JsonExporter(), HtmlExporter(),
 )}
 
 
@@ -28,4 +30,4 @@ def render(report: Report, fmt: str, options: ReportOptions | None = None) -> st
     return EXPORTERS[fmt].render(report, options or ReportOptions())
 
 
-__all__ = ["EXPORTERS", "Exporter", "Report", "ReportOptions", "build", "render"]
+__all__ = ["EXPORTERS", "Exporter", "Report", "ReportOptions", "build", "render", "write_charts"]

@@ -2,7 +2,9 @@
 
 {"experiment": …, "environment": …, "runs": [{"target", "workload", "params",
 "repetition", "status", "metrics": [{"name", "value", "unit", "tags"}]}],
-"summaries": […]}
+"summaries": […]} plus "baseline", "thresholds", "verdicts", "warnings" and
+"percentiles". Values are in base units (B, s, op/s, B/s, tx/s); ratios are
+candidate / baseline.
 """
 
 from __future__ import annotations
@@ -13,32 +15,79 @@ from typing import Any
 
 from volbench.report.data import CaseSummary, Report
 from volbench.report.options import ReportOptions
+from volbench.report.verdicts import VerdictRow, phrase
 
 
 def summary_json(s: CaseSummary) -> dict[str, Any]:
     sm = asdict(s.summary)
+    drift = asdict(s.drift) if s.drift is not None else None
     return {"target": s.target, "workload": s.workload, "params": dict(s.params),
             "metric": s.metric, "unit": s.unit, "tags": dict(s.tags), **sm,
-            "values": list(s.values)}
+            "values": list(s.values), "repetitions": list(s.repetitions),
+            "outliers": [{"index": i, "repetition": s.repetitions[i], "z": z}
+                         for i, z in s.outliers],
+            "drift": drift}
+
+
+def verdict_json(v: VerdictRow) -> dict[str, Any]:
+    s = v.candidate
+    out: dict[str, Any] = {
+        "target": s.target, "baseline": v.baseline.target, "workload": s.workload,
+        "params": dict(s.params), "metric": s.metric, "unit": s.unit, "tags": dict(s.tags),
+        "threshold": v.threshold, "n": s.summary.n, "n_baseline": v.baseline.summary.n,
+        "verdict": v.verdict, "text": v.phrase}
+    c = v.comparison
+    if c is None:
+        out["error"] = v.error
+        return out
+    comparison = asdict(c)
+    comparison["text"] = phrase(c)
+    out["comparison"] = comparison
+    return out
+
+
+def _run_json(report: Report, index: int) -> dict[str, Any]:
+    r = report.runs[index]
+    out: dict[str, Any] = {
+        "target": r.target, "workload": r.workload, "params": dict(r.params),
+        "repetition": r.repetition, "warmup": r.warmup, "status": str(r.status),
+        "started": r.started, "ended": r.ended, "argv": list(r.argv),
+        "exit_code": r.exit_code, "error": r.error, "annotations": dict(r.annotations),
+        "metrics": [m.to_json() for m in r.metrics]}
+    check = report.io_checks.get(index)
+    if check is not None:
+        out["io_check"] = {"tool_bytes": dict(check.tool), "device_bytes": dict(check.device),
+                           "short": list(check.short)}
+    stalls = report.stalls.get(index)
+    if stalls:
+        out["stalls"] = [{"series": s.series.name, "tags": dict(s.series.tags),
+                          "stalls": [asdict(st) for st in s.stalls]} for s in stalls]
+    return out
 
 
 def report_json(report: Report) -> dict[str, Any]:
     experiments = [{"id": e.id, "name": e.name, "status": e.status, "created": e.created,
                     "finished": e.finished, "seed": e.seed, "document": e.document}
                    for e in report.experiments]
+    span = report.runs_per_case()
     return {
         "experiment": experiments[-1] if experiments else None,
         "experiments": experiments,
         "environment": report.environment,
         "targets": [{"name": t.name, "type": t.type, "status": t.status, "error": t.error,
                      "info": t.info} for t in report.targets],
-        "runs": [{"target": r.target, "workload": r.workload, "params": dict(r.params),
-                  "repetition": r.repetition, "warmup": r.warmup, "status": str(r.status),
-                  "started": r.started, "ended": r.ended, "argv": list(r.argv),
-                  "exit_code": r.exit_code, "error": r.error,
-                  "annotations": dict(r.annotations),
-                  "metrics": [m.to_json() for m in r.metrics]} for r in report.runs],
+        "baseline": report.baseline,
+        "thresholds": report.thresholds,
+        "runs_per_case": {"min": span[0], "max": span[1]} if span else None,
+        "runs": [_run_json(report, i) for i in range(len(report.runs))],
         "summaries": [summary_json(s) for s in report.summaries],
+        "verdicts": [verdict_json(v) for v in report.verdicts],
+        "percentiles": [{"target": m.target, "workload": m.workload, "params": dict(m.params),
+                         "name": m.name, "unit": m.unit, "tags": dict(m.tags), "runs": m.runs,
+                         "samples": m.samples,
+                         "values": {f"{p:g}": v for p, v in m.values}}
+                        for m in report.percentiles],
+        "warnings": [w.to_json() for w in report.warnings],
         "notes": report.notes,
     }
 
@@ -48,4 +97,6 @@ class JsonExporter:
     extension = "json"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        return json.dumps(report_json(report), indent=1, default=str) + "\n"
+        # Compact on purpose: json.dumps with indent runs the pure-Python encoder, ~10×
+        # slower on a large database (pretty-print with `jq .` or `python -m json.tool`).
+        return json.dumps(report_json(report), separators=(",", ":"), default=str) + "\n"

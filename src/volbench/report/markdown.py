@@ -1,10 +1,21 @@
-"""Markdown: the same tables, ready to paste into a wiki or a blog post."""
+"""Markdown: the same tables, verdicts first, ready to paste into a wiki or a blog post."""
 
 from __future__ import annotations
 
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
-from volbench.report.table import Table, runs_table, summary_table
+from volbench.report.table import (
+    Table,
+    environment_rows,
+    per_run_tables,
+    percent_table,
+    percentile_table,
+    runs_note,
+    runs_table,
+    summary_table,
+    threshold_note,
+    verdict_table,
+)
 
 
 def _escape(cell: str) -> str:
@@ -13,10 +24,14 @@ def _escape(cell: str) -> str:
 
 def render_table(table: Table) -> str:
     numeric = table.numeric or tuple(False for _ in table.headers)
-    out = ["| " + " | ".join(table.headers) + " |",
+    out = ["| " + " | ".join(_escape(h) for h in table.headers) + " |",
            "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     out += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in table.rows]
     return "\n".join(out)
+
+
+def _section(title: str, table: Table, level: str = "##") -> list[str]:
+    return [f"{level} {title}", "", render_table(table), ""] if table.rows else []
 
 
 class MarkdownExporter:
@@ -24,20 +39,33 @@ class MarkdownExporter:
     extension = "md"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        names = ", ".join(e.name for e in report.experiments) or "volbench results"
-        parts = [f"# {names}", ""]
-        summary = summary_table(report, options.metrics)
-        parts += ["## Summary", "", render_table(summary) if summary.rows else "No finished runs.",
-                  ""]
-        if report.notes:
-            parts += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
-        parts += ["## Runs", "", render_table(runs_table(report)), ""]
-        env = report.environment.get("checked", {})
-        if env:
-            parts += ["## Environment", ""]
-            parts += [f"- {k}: {v}" for k, v in env.items() if k != "tools"]
-            parts += [f"- {k}: {v}" for k, v in env.get("tools", {}).items() if v]
+        names = ", ".join(dict.fromkeys(e.name for e in report.experiments)) \
+            or "volbench results"
+        facts = [runs_note(report)]
+        if report.baseline and len(report.target_order()) > 1:
+            facts = [f"baseline **{report.baseline}**", threshold_note(report), *facts]
+        parts = [f"# {names}", "", "; ".join(facts) + ".", ""]
+        verdicts = verdict_table(report, options.metrics)
+        parts += _section(verdicts.title, verdicts)
+        if report.warnings:
+            parts += ["## Warnings", ""] + [f"- {_escape(w.message)}" for w in report.warnings]
             parts.append("")
+        percent = percent_table(report, options.metrics)
+        parts += _section(percent.title, percent)
+        summary = summary_table(report, options.metrics)
+        parts += _section("Summary", summary) if summary.rows \
+            else ["## Summary", "", "No finished runs.", ""]
+        parts += _section(percentile_table(report).title, percentile_table(report))
+        per_run = per_run_tables(report, options.metrics)
+        if per_run:
+            parts += ["## Per-run values", "", "Runs in the order they ran; * marks an outlier "
+                      "(MAD rule), kept in every statistic.", ""]
+            for table in per_run:
+                parts += _section(table.title, table, "###")
+        parts += _section("Runs", runs_table(report))
+        env = environment_rows(report.environment)
+        if env:
+            parts += ["## Environment", ""] + [f"- {k}: {_escape(v)}" for k, v in env] + [""]
         for t in report.targets:
             steps = t.info.get("recipe", [])
             if steps:

@@ -7,5 +7,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ReportOptions:
-    # Metric names to show in tables; None = the headline metrics; ("all",) = every metric.
+    # Metric names to summarise, compare and show; None = the primary metrics
+    # (metricinfo.is_primary); ("all",) = every metric.
     metrics: tuple[str, ...] | None = None
+    # HTML: most rows in the list of runs (failed runs are always listed); the CSV and
+    # JSON exports carry every run.
+    max_listed_runs: int = 2000
+    # HTML: most time-series charts per workload, and runs drawn per target in each.
+    max_series_charts: int = 24
+    max_series_runs: int = 5

@@ -1,15 +1,37 @@
-"""The one table builder shared by the terminal, Markdown and CSV exporters."""
+"""The one table builder shared by the terminal, Markdown, CSV and HTML exporters.
+
+Cells are text, formatted once here (values as a person reads them: "1.23 ms");
+`raw` keeps the numbers behind each row in base units for exporters that want them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from volbench.report.data import HEADLINE, CaseSummary, Report
-from volbench.units import format_value
+from volbench import metricinfo as metrics
+from volbench.model import Params
+from volbench.report.cases import CaseSummary
+from volbench.report.data import Report
+from volbench.report.percentiles import PERCENTILES
+from volbench.report.verdicts import (
+    DEFAULT_THRESHOLD,
+    VerdictRow,
+    percent_of_baseline,
+    ratio_interval,
+)
+from volbench.stats import Interval
+from volbench.units import format_duration, format_size, format_value, parse_size
 
-SUMMARY_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "mean", "median", "min",
-                   "max", "stdev")
+SUMMARY_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "mean", "95 % CI",
+                   "median", "median 95 % CI", "min", "max", "stdev", "cv")
+VERDICT_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "% of baseline",
+                   "95 % CI", "±T", "p", "verdict")
+RUN_COLUMNS = ("#", "target", "workload", "case", "rep", "status", "duration", "disk I/O",
+               "error")
+PERCENTILE_COLUMNS = ("target", "workload", "case", "latency", "op", "runs", "I/Os")
 
 
 @dataclass(frozen=True)
@@ -20,53 +42,240 @@ class Table:
     # Raw values behind each row (for CSV, which wants numbers, not "1.2 ms").
     raw: tuple[tuple[object, ...], ...] = ()
     numeric: tuple[bool, ...] = ()
+    # Per row, a CSS-friendly class for HTML ("better", "worse", …); empty when unused.
+    classes: tuple[str, ...] = ()
 
 
-def case_label(params: dict[str, object] | object, shown: Sequence[str]) -> str:
-    if not isinstance(params, dict):
+def case_label(params: Mapping[str, object] | object, shown: Sequence[str]) -> str:
+    if not isinstance(params, Mapping):
         return ""
     return " ".join(f"{k}={params[k]}" for k in shown if k in params)
 
 
-def chosen(summaries: Sequence[CaseSummary], metrics: Sequence[str] | None) -> list[CaseSummary]:
-    """Headline metrics (default), an explicit list, or everything (metrics == ['all'])."""
-    if metrics and "all" in metrics:
-        return list(summaries)
-    wanted = list(metrics) if metrics else list(HEADLINE)
-    rank = {name: i for i, name in enumerate(wanted)}
-    return [s for s in summaries if s.metric in rank]
+def metric_cell(s: CaseSummary) -> str:
+    other = s.other_tags()
+    return f"{s.metric} {other}" if other else s.metric
 
 
-def summary_table(report: Report, metrics: Sequence[str] | None = None) -> Table:
+def interval_text(ci: Interval | None, unit: str) -> str:
+    if ci is None:
+        return "—"
+    return f"[{format_value(ci.low, unit)}, {format_value(ci.high, unit)}]"
+
+
+def _shown(s: CaseSummary, wanted: Sequence[str] | None, workload: str | None = None) -> bool:
+    if workload is not None and s.workload != workload:
+        return False
+    return wanted is None or metrics.selected(s.metric, s.unit, wanted)
+
+
+def _sorter(report: Report) -> Callable[[CaseSummary], tuple[Any, ...]]:
+    """Sort key for cases: workload, parameters, metric (headline order), tags, target."""
     order = {name: i for i, name in enumerate(report.target_order())}
-    wanted = list(metrics) if metrics and "all" not in metrics else list(HEADLINE)
-    rank = {name: i for i, name in enumerate(wanted)}
-    picked = chosen(report.summaries, metrics)
-    picked.sort(key=lambda s: (s.workload, str(sorted(s.params.items())), rank.get(s.metric, 99),
-                               s.metric, sorted(s.tags.items()), order.get(s.target, 99)))
+    work = {name: i for i, name in enumerate(report.workloads())}
+
+    def key(s: CaseSummary) -> tuple[Any, ...]:
+        label = case_label(s.params, report.varying_params(s.workload))
+        return (work.get(s.workload, len(work)), _params_order(s.params), label,
+                metrics.rank(s.metric), tuple(sorted(s.tags.items())),
+                order.get(s.target, len(order)),
+                s.target)
+
+    return key
+
+
+def _params_order(params: Params) -> tuple[tuple[str, tuple[int, float, str]], ...]:
+    """Parameters in a natural order: numbers and sizes by value (4k < 64k < 1M, 2 < 16)."""
+    return tuple((k, value_order(v)) for k, v in params.items())
+
+
+@functools.lru_cache(maxsize=4096)
+def value_order(value: object) -> tuple[int, float, str]:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    try:
+        return (0, float(parse_size(str(value))), str(value))
+    except ValueError:
+        return (1, 0.0, str(value))
+
+
+def summary_table(report: Report, wanted: Sequence[str] | None = None,
+                  workload: str | None = None) -> Table:
+    picked = sorted((s for s in report.summaries if _shown(s, wanted, workload)),
+                    key=_sorter(report))
     rows, raw = [], []
-    shown_params = {w: report.varying_params(w) for w in {s.workload for s in picked}}
     for s in picked:
-        other_tags = " ".join(f"{k}={v}" for k, v in s.tags.items() if k != "op")
-        label = case_label(dict(s.params), shown_params[s.workload])
         sm = s.summary
-        metric = s.metric + (f" {other_tags}" if other_tags else "")
-        rows.append((s.target, s.workload, label, metric,
-                     s.tags.get("op", ""), str(sm.n),
-                     *(format_value(v, s.unit) for v in (sm.mean, sm.median, sm.min, sm.max,
-                                                         sm.stdev))))
-        raw.append((s.target, s.workload, label, s.metric, s.tags.get("op", ""), sm.n, sm.mean,
-                     sm.median, sm.min, sm.max, sm.stdev))
-    numeric = tuple(h in ("n", "mean", "median", "min", "max", "stdev") for h in SUMMARY_COLUMNS)
+        label = case_label(s.params, report.varying_params(s.workload))
+        rows.append((s.target, s.workload, label, metric_cell(s), s.op, str(sm.n),
+                     format_value(sm.mean, s.unit), interval_text(sm.mean_ci, s.unit),
+                     format_value(sm.median, s.unit), interval_text(sm.median_ci, s.unit),
+                     format_value(sm.min, s.unit), format_value(sm.max, s.unit),
+                     format_value(sm.stdev, s.unit),
+                     "—" if sm.cv is None else f"{sm.cv * 100:.1f} %"))
+        raw.append((s.target, s.workload, label, s.metric, s.op, sm.n, sm.mean,
+                    sm.mean_ci.low if sm.mean_ci else None,
+                    sm.mean_ci.high if sm.mean_ci else None, sm.median, sm.min, sm.max,
+                    sm.stdev, sm.cv))
+    numeric = tuple(h not in ("target", "workload", "case", "metric", "op")
+                    for h in SUMMARY_COLUMNS)
     return Table("Summary", SUMMARY_COLUMNS, tuple(rows), tuple(raw), numeric)
 
 
-def runs_table(report: Report) -> Table:
-    headers = ("#", "target", "workload", "case", "rep", "status", "duration", "error")
-    rows = []
-    for i, run in enumerate(report.runs, 1):
-        label = case_label(dict(run.params), report.varying_params(run.workload))
+def _verdict_rows(report: Report, wanted: Sequence[str] | None) -> list[VerdictRow]:
+    rows = [v for v in report.verdicts if _shown(v.candidate, wanted)]
+    key = _sorter(report)
+    return sorted(rows, key=lambda v: key(v.candidate))
+
+
+def verdict_table(report: Report, wanted: Sequence[str] | None = None) -> Table:
+    rows, classes = [], []
+    for v in _verdict_rows(report, wanted):
+        s, c = v.candidate, v.comparison
+        label = case_label(s.params, report.varying_params(s.workload))
+        n = f"{s.summary.n}/{v.baseline.summary.n}"
+        if c is None:
+            cells = ("—", "—", "—", "—")
+        else:
+            cells = (percent_of_baseline(c), ratio_interval(c), f"{v.threshold * 100:g} %",
+                     "—" if c.p_value is None else _p(c.p_value))
+        rows.append((s.target, s.workload, label, metric_cell(s), s.op, n, *cells, v.phrase))
+        classes.append(v.verdict.replace(" ", "-"))
+    numeric = tuple(h in ("n", "% of baseline", "95 % CI", "±T", "p") for h in VERDICT_COLUMNS)
+    title = f"Verdicts: each target vs {report.baseline}" if report.baseline else "Verdicts"
+    return Table(title, VERDICT_COLUMNS, tuple(rows), (), numeric, tuple(classes))
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def percent_table(report: Report, wanted: Sequence[str] | None = None) -> Table:
+    """Seed 003's "% of local": one row per case and metric, one column per target."""
+    others = [t for t in report.target_order() if t != report.baseline]
+    grid: dict[tuple[Any, ...], dict[str, str]] = {}
+    labels: dict[tuple[Any, ...], tuple[str, ...]] = {}
+    sorter = _sorter(report)
+    for v in _verdict_rows(report, wanted):
+        s = v.candidate
+        key = sorter(s)[:5]
+        labels[key] = (s.workload, case_label(s.params, report.varying_params(s.workload)),
+                       metric_cell(s), s.op)
+        c = v.comparison
+        grid.setdefault(key, {})[s.target] = "—" if c is None else \
+            f"{percent_of_baseline(c)} {ratio_interval(c)}"
+    used = [t for t in others if any(t in cells for cells in grid.values())]
+    # Rows come in verdict order (dicts keep insertion order).
+    rows = tuple((*labels[k], *(grid[k].get(t, "") for t in used)) for k in grid)
+    headers = ("workload", "case", "metric", "op", *used)
+    numeric = tuple(i >= 4 for i in range(len(headers)))
+    return Table(f"% of {report.baseline} [95 % CI]", headers, rows, (), numeric)
+
+
+def per_run_tables(report: Report, wanted: Sequence[str] | None = None,
+                   workload: str | None = None) -> list[Table]:
+    """Seed 000's per-run table: per case and metric, targets × runs in run order.
+
+    Outliers (MAD rule) are marked with *; they stay in every statistic.
+    """
+    groups: dict[tuple[Any, ...], list[CaseSummary]] = {}
+    sorter = _sorter(report)
+    keyed = sorted(((sorter(s), s) for s in report.summaries if _shown(s, wanted, workload)),
+                   key=lambda item: item[0])
+    for key, s in keyed:
+        groups.setdefault(key[:5], []).append(s)
+    tables = []
+    for items in groups.values():
+        s0 = items[0]
+        width = max(len(s.values) for s in items)
+        label = case_label(s0.params, report.varying_params(s0.workload))
+        title = " ".join(p for p in (s0.workload, label, "—", metric_cell(s0), s0.op) if p)
+        rows = []
+        for s in items:
+            marked = {i for i, _ in s.outliers}
+            cells = [format_value(v, s.unit) + (" *" if i in marked else "")
+                     for i, v in enumerate(s.values)]
+            rows.append((s.target, *cells, *([""] * (width - len(cells)))))
+        headers = ("target", *(str(i + 1) for i in range(width)))
+        numeric = (False, *([True] * width))
+        tables.append(Table(title, headers, tuple(rows), (), numeric))
+    return tables
+
+
+def _disk_io(report: Report, index: int) -> str:
+    check = report.io_checks.get(index)
+    if check is None:
+        return "—"
+    parts = []
+    for op in ("read", "write"):
+        share = check.share(op)
+        if share is not None:
+            parts.append(f"{op[0]} {share * 100:.0f} %")
+    return " ".join(parts) or "—"
+
+
+def runs_table(report: Report, limit: int | None = None) -> Table:
+    """Every run (or the first `limit`, plus every run that did not finish OK)."""
+    rows, classes = [], []
+    for i, run in enumerate(report.runs):
+        ok = str(run.status) == "ok"
+        if limit is not None and i >= limit and ok:
+            continue
+        label = case_label(run.params, report.varying_params(run.workload))
         rep = f"w{run.repetition}" if run.warmup else str(run.repetition)
-        rows.append((str(i), run.target, run.workload, label, rep, str(run.status),
-                     format_value(run.duration, "s"), run.error[:120]))
-    return Table("Runs", headers, tuple(rows))
+        rows.append((str(i + 1), run.target, run.workload, label, rep, str(run.status),
+                     format_duration(run.duration), _disk_io(report, i), run.error[:120]))
+        short = report.io_checks.get(i)
+        classes.append("failed" if not ok else "cache" if short and short.short else "")
+    numeric = tuple(h in ("#", "duration") for h in RUN_COLUMNS)
+    return Table("Runs", RUN_COLUMNS, tuple(rows), (), numeric, tuple(classes))
+
+
+def percentile_table(report: Report, workload: str | None = None) -> Table:
+    order = {name: i for i, name in enumerate(report.target_order())}
+    chosen = [m for m in report.percentiles if workload is None or m.workload == workload]
+    items = sorted(chosen, key=lambda m: (
+        m.workload, _params_order(m.params), m.name, sorted(m.tags.items()),
+        order.get(m.target, 99)))
+    headers = (*PERCENTILE_COLUMNS, *(f"p{p:g}" for p in PERCENTILES))
+    rows = []
+    for m in items:
+        label = case_label(m.params, report.varying_params(m.workload))
+        other = " ".join(f"{k}={v}" for k, v in sorted(m.tags.items()) if k != "op")
+        rows.append((m.target, m.workload, label, f"{m.name} {other}".strip(),
+                     m.tags.get("op", ""), str(m.runs), str(m.samples),
+                     *(format_value(m.value(p), m.unit) for p in PERCENTILES)))
+    numeric = tuple(i >= 5 for i in range(len(headers)))
+    return Table("Latency percentiles over all runs (merged histograms)", headers, tuple(rows),
+                 (), numeric)
+
+
+def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
+    checked = env.get("checked")
+    rows: list[tuple[str, str]] = []
+    if isinstance(checked, Mapping):
+        for k, v in checked.items():
+            if k == "tools" and isinstance(v, Mapping):
+                rows += [(str(tool), str(ver)) for tool, ver in v.items() if ver]
+            elif k == "memory_bytes" and isinstance(v, int):
+                rows.append(("memory", format_size(v)))
+            else:
+                rows.append((str(k), str(v)))
+    for k in ("hostname", "virtualization", "captured", "volbench"):
+        if k in env:
+            rows.append((k, str(env[k])))
+    return rows
+
+
+def threshold_note(report: Report) -> str:
+    custom = ", ".join(f"{k} ±{v * 100:g} %" for k, v in sorted(report.thresholds.items()))
+    text = f"practical threshold ±{DEFAULT_THRESHOLD * 100:g} %"
+    return f"{text} ({custom} set in the experiment)" if custom else text
+
+
+def runs_note(report: Report) -> str:
+    span = report.runs_per_case()
+    if span is None:
+        return "no measured runs"
+    low, high = span
+    return f"runs per case: {low}" if low == high else f"runs per case: {low}–{high}"

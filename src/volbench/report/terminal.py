@@ -1,10 +1,10 @@
-"""Plain-text tables for the terminal."""
+"""Plain-text tables for the terminal: verdicts first, then warnings, then the summary."""
 
 from __future__ import annotations
 
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
-from volbench.report.table import Table, summary_table
+from volbench.report.table import Table, runs_note, summary_table, threshold_note, verdict_table
 
 
 def render_table(table: Table) -> str:
@@ -23,15 +23,27 @@ def render_table(table: Table) -> str:
     return "\n".join(out)
 
 
+def header_lines(report: Report) -> list[str]:
+    lines = [f"experiment {e.id}: {e.name} ({e.status})" for e in report.experiments]
+    facts = [runs_note(report)]
+    if report.baseline and len(report.target_order()) > 1:
+        facts = [f"baseline: {report.baseline}", threshold_note(report), *facts]
+    lines.append("; ".join(facts))
+    return lines
+
+
 class TerminalExporter:
     name = "table"
     extension = "txt"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        parts = []
-        for exp in report.experiments:
-            parts.append(f"experiment {exp.id}: {exp.name} ({exp.status})")
+        parts = header_lines(report)
+        verdicts = verdict_table(report, options.metrics)
+        if verdicts.rows:
+            parts += ["", verdicts.title, render_table(verdicts)]
+        if report.warnings:
+            parts += ["", "Warnings"] + [f"- {w.message}" for w in report.warnings]
         table = summary_table(report, options.metrics)
-        parts.append(render_table(table) if table.rows else "no finished runs to summarise")
-        parts += [f"note: {n}" for n in report.notes]
+        parts += ["", "Summary", render_table(table) if table.rows
+                  else "no finished runs to summarise"]
         return "\n".join(parts) + "\n"

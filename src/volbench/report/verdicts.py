@@ -1,0 +1,148 @@
+"""Each target against the baseline, per metric: one verdict with its interval.
+
+The statistics are `volbench.stats.compare` (docs/statistics.md); this module decides
+what is compared with what: the same workload, parameters, metric and tags on the
+baseline target, only metrics with a known better direction (volbench.metricinfo), and the
+practical threshold from the experiment's ``thresholds:`` (default 2 %).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from volbench import metricinfo as metrics
+from volbench.report.cases import CaseSummary
+from volbench.stats import Comparison, StatisticsInputError, Verdict, compare, verdict_text
+from volbench.store import ExperimentRow
+
+DEFAULT_THRESHOLD = 0.02
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    candidate: CaseSummary
+    baseline: CaseSummary
+    threshold: float
+    # None when the pair cannot be compared (then `error` says why).
+    comparison: Comparison | None
+    error: str = ""
+
+    @property
+    def target(self) -> str:
+        return self.candidate.target
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict.value if self.comparison else "not compared"
+
+    @property
+    def phrase(self) -> str:
+        return phrase(self.comparison) if self.comparison else f"not compared: {self.error}"
+
+
+def baseline_target(
+    experiments: Sequence[ExperimentRow], target_order: Sequence[str]
+) -> str | None:
+    """The experiment document's `baseline:` (latest experiment first), else the first target."""
+    for row in reversed(experiments):
+        name = row.document.get("baseline") if isinstance(row.document, dict) else None
+        if name:
+            return str(name)
+    return target_order[0] if target_order else None
+
+
+def thresholds(experiments: Iterable[ExperimentRow]) -> dict[str, float]:
+    """Per-metric practical thresholds from the documents (later experiments win)."""
+    found: dict[str, float] = {}
+    for row in experiments:
+        doc = row.document.get("thresholds") if isinstance(row.document, dict) else None
+        if isinstance(doc, Mapping):
+            for name, value in doc.items():
+                if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
+                    found[str(name)] = float(value)
+    return found
+
+
+def compare_pair(candidate: CaseSummary, baseline: CaseSummary, threshold: float) -> VerdictRow:
+    higher = metrics.info(candidate.metric, candidate.unit).higher_is_better
+    assert higher is not None, "only comparable metrics reach compare_pair"
+    try:
+        result = compare(
+            candidate.values, baseline.values, higher_is_better=higher, threshold=threshold
+        )
+    except StatisticsInputError as exc:
+        return VerdictRow(candidate, baseline, threshold, None, str(exc))
+    return VerdictRow(candidate, baseline, threshold, result)
+
+
+def compare_sets(
+    candidates: Iterable[CaseSummary],
+    baselines: Iterable[CaseSummary],
+    limits: Mapping[str, float],
+    *,
+    same_target: bool = False,
+) -> list[VerdictRow]:
+    """Pair each candidate case with its baseline case and compare them.
+
+    Within one result set the baseline is another target (`same_target=False`); across
+    two result sets (`volbench compare`) it is the same target in the other set.
+    """
+    index: dict[tuple[str, ...], CaseSummary] = {}
+    for b in baselines:
+        index[(b.target, *b.comparison_key) if same_target else b.comparison_key] = b
+    rows = []
+    for c in candidates:
+        if not metrics.comparable(c.metric, c.unit, c.tags):
+            continue
+        base = index.get((c.target, *c.comparison_key) if same_target else c.comparison_key)
+        if base is None:
+            continue
+        rows.append(compare_pair(c, base, limits.get(c.metric, DEFAULT_THRESHOLD)))
+    return rows
+
+
+def against_baseline(
+    summaries: Sequence[CaseSummary], baseline: str | None, limits: Mapping[str, float]
+) -> list[VerdictRow]:
+    if baseline is None:
+        return []
+    base = [s for s in summaries if s.target == baseline]
+    others = [s for s in summaries if s.target != baseline]
+    return compare_sets(others, base, limits)
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.0f}" if ratio >= 100 else f"{ratio:.3g}"
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def phrase(c: Comparison) -> str:
+    """The verdict in words: "faster: +12.3 % [+9.8, +14.9]" is the change of the metric
+    itself (IOPS up, or latency down, is faster), "slower: ×3.41 [×2.9, ×4.0]" once the
+    metric at least doubled; "no difference beyond ±2 %"; "inconclusive — about 7 more
+    runs needed (10 per side)"."""
+    if c.verdict in (Verdict.EQUIVALENT, Verdict.INCONCLUSIVE):
+        return verdict_text(c)
+    word = "faster" if c.verdict is Verdict.BETTER else "slower"
+    ci = c.ratio_ci
+    if c.ratio >= 2.0:  # "+13560 %" reads worse than "×137"
+        bounds = "" if ci is None else f" [×{_times(ci.low)}, ×{_times(ci.high)}]"
+        return f"{word}: ×{_times(c.ratio)}{bounds}"
+    if ci is None:  # compare() always sets it for BETTER/WORSE
+        return f"{word}: {_signed(c.change_pct)} %"
+    low, high = ((r - 1.0) * 100.0 for r in (ci.low, ci.high))
+    return f"{word}: {_signed(c.change_pct)} % [{_signed(low)}, {_signed(high)}]"
+
+
+def percent_of_baseline(c: Comparison) -> str:
+    return f"{c.ratio * 100:.1f} %"
+
+
+def ratio_interval(c: Comparison) -> str:
+    if c.ratio_ci is None:
+        return "—"
+    return f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"

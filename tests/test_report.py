@@ -1,0 +1,327 @@
+"""Report tables on a small database built through Store.save_run with known values.
+
+Expected outputs are written out by hand from the values below (worked figures in the
+comments), not produced by the code under test.
+"""
+# The expected tables are as wide as the real output: long lines are the point here.
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from volbench import report
+from volbench.model import Metric, Parsed, RunResult, Status
+from volbench.report.options import ReportOptions
+from volbench.store import Store
+
+UNITS = {
+    "iops": "op/s",
+    "bw": "B/s",
+    "lat_mean": "s",
+    "io_bytes": "B",
+    "clat_p99": "s",
+    "tps": "tx/s",
+    "cpu_usr": "%",
+}
+ENV = {
+    "checked": {
+        "kernel": "6.1.0",
+        "cpu": "Test CPU",
+        "memory_bytes": 8 * 1024**3,
+        "tools": {"fio": "fio-3.33"},
+    },
+    "hostname": "h1",
+}
+
+
+def make_run(
+    target: str,
+    values: Mapping[str, float],
+    rep: int,
+    *,
+    started: float,
+    workload: str = "w",
+    params: Mapping[str, Any] | None = None,
+    status: Status = Status.OK,
+    annotations: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    parsed_extra: Parsed | None = None,
+    error: str = "",
+) -> RunResult:
+    tags = {"op": "read"} if tags is None else dict(tags)
+    metrics = tuple(
+        Metric(name, value, UNITS.get(name, ""), tags) for name, value in values.items()
+    )
+    extra = parsed_extra or Parsed()
+    return RunResult(
+        target,
+        workload,
+        dict(params or {"bs": "4k", "rw": "randread"}),
+        rep,
+        status,
+        started,
+        started + 5.0,
+        error=error,
+        parsed=Parsed(metrics, extra.series, extra.histograms),
+        annotations=dict(annotations or {}),
+    )
+
+
+def make_db(
+    path: Path,
+    runs: Sequence[RunResult],
+    *,
+    document: Mapping[str, Any] | None = None,
+    environment: Mapping[str, Any] | None = None,
+    name: str = "demo",
+    targets: Sequence[str] | None = None,
+) -> Path:
+    doc = dict(document or {"name": name})
+    with Store(path) as store:
+        exp = store.begin_experiment(name, f"hash-{name}", doc, dict(environment or ENV), None)
+        for t in targets or list(dict.fromkeys(r.target for r in runs)):
+            store.save_target(exp, t, "loopdisk", "built", {"recipe": [f"mkfs.xfs /dev/{t}"]})
+        for r in runs:
+            store.save_run(exp, r)
+        store.set_status(exp, "done")
+    return path
+
+
+def load(path: Path, options: ReportOptions | None = None) -> report.Report:
+    with Store(path, create=False) as store:
+        rows = store.experiments()
+        ids = [rows[-1].id]
+        return report.build(
+            [store.experiment(i) for i in ids],
+            [t for i in ids for t in store.targets(i)],
+            store.runs(ids, series=True, histograms=True),
+            options,
+        )
+
+
+# -- the demo database -------------------------------------------------------------------
+# a and b (workload w): zero spread, so every figure is exact: b's IOPS are 110 / 100 =
+# 110.0 % of a's (faster by +10.0 %, p = 0 → "<0.001"); b's latency is 10.4 ms / 10 ms =
+# 104.0 %, inside the experiment's lat_mean threshold of ±5 % → "no difference beyond ±5 %".
+# c (workload v, not in the baseline): IOPS 90, 100, 110, 95, 105, 100:
+#   mean 100, stdev sqrt(250 / 5) = 7.0711, cv 7.1 %,
+#   95 % CI of the mean 100 ± t(0.975, 5) · 7.0711 / sqrt(6) = 100 ± 2.5706 · 2.8868
+#   = [92.58, 107.42]; median CI for n = 6 is [x(1), x(6)] = [90, 110] (96.9 %).
+C_IOPS = (90.0, 100.0, 110.0, 95.0, 105.0, 100.0)
+IO = 2_048_000.0  # bytes fio says it read; the devices read the same (disk I/O r 100 %)
+
+
+def demo_runs() -> list[RunResult]:
+    runs = []
+    t = 1000.0
+    for rep in (1, 2, 3):
+        for target, iops, lat in (("a", 100.0, 0.01), ("b", 110.0, 0.0104)):
+            runs.append(
+                make_run(
+                    target,
+                    {"iops": iops, "lat_mean": lat, "io_bytes": IO},
+                    rep,
+                    started=t,
+                    annotations={"device_io": {"read_bytes": int(IO), "write_bytes": 0}},
+                )
+            )
+            t += 10
+    for rep, iops in enumerate(C_IOPS, 1):
+        runs.append(make_run("c", {"iops": iops, "lat_mean": 0.001}, rep, started=t, workload="v"))
+        t += 10
+    return runs
+
+
+def demo(tmp_path: Path) -> Path:
+    return make_db(
+        tmp_path / "demo.db",
+        demo_runs(),
+        document={"name": "demo", "baseline": "a", "thresholds": {"lat_mean": 0.05}},
+    )
+
+
+TERMINAL = """\
+experiment 1: demo (done)
+baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6
+
+Verdicts: each target vs a
+target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
+------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ------------------------------
+b       w               iops      read  3/3        110.0 %  [110.0, 110.0]  2 %  <0.001  faster: +10.0 % [+10.0, +10.0]
+b       w               lat_mean  read  3/3        104.0 %  [104.0, 104.0]  5 %  <0.001  no difference beyond ±5 %
+
+Summary
+target  workload  case  metric    op    n      mean                   95 % CI    median       median 95 % CI       min       max       stdev     cv
+------  --------  ----  --------  ----  -  --------  ------------------------  --------  -------------------  --------  --------  ----------  -----
+a       w               iops      read  3  100 op/s      [100 op/s, 100 op/s]  100 op/s                    —  100 op/s  100 op/s      0 op/s  0.0 %
+b       w               iops      read  3  110 op/s      [110 op/s, 110 op/s]  110 op/s                    —  110 op/s  110 op/s      0 op/s  0.0 %
+a       w               lat_mean  read  3     10 ms            [10 ms, 10 ms]     10 ms                    —     10 ms     10 ms         0 s  0.0 %
+b       w               lat_mean  read  3   10.4 ms        [10.4 ms, 10.4 ms]   10.4 ms                    —   10.4 ms   10.4 ms         0 s  0.0 %
+c       v               iops      read  6  100 op/s  [92.58 op/s, 107.4 op/s]  100 op/s  [90 op/s, 110 op/s]   90 op/s  110 op/s  7.071 op/s  7.1 %
+c       v               lat_mean  read  6      1 ms              [1 ms, 1 ms]      1 ms         [1 ms, 1 ms]      1 ms      1 ms         0 s  0.0 %
+"""
+
+
+def test_terminal_exact(tmp_path: Path) -> None:
+    text = report.render(load(demo(tmp_path)), "table")
+    assert text == TERMINAL
+
+
+MARKDOWN = """\
+# demo
+
+baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6.
+
+## Verdicts: each target vs a
+
+| target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |
+|---|---|---|---|---|---:|---:|---:|---:|---:|---|
+| b | w |  | iops | read | 3/3 | 110.0 % | [110.0, 110.0] | 2 % | <0.001 | faster: +10.0 % [+10.0, +10.0] |
+| b | w |  | lat_mean | read | 3/3 | 104.0 % | [104.0, 104.0] | 5 % | <0.001 | no difference beyond ±5 % |
+
+## % of a [95 % CI]
+
+| workload | case | metric | op | b |
+|---|---|---|---|---:|
+| w |  | iops | read | 110.0 % [110.0, 110.0] |
+| w |  | lat_mean | read | 104.0 % [104.0, 104.0] |
+
+## Summary
+
+| target | workload | case | metric | op | n | mean | 95 % CI | median | median 95 % CI | min | max | stdev | cv |
+|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| a | w |  | iops | read | 3 | 100 op/s | [100 op/s, 100 op/s] | 100 op/s | — | 100 op/s | 100 op/s | 0 op/s | 0.0 % |
+| b | w |  | iops | read | 3 | 110 op/s | [110 op/s, 110 op/s] | 110 op/s | — | 110 op/s | 110 op/s | 0 op/s | 0.0 % |
+| a | w |  | lat_mean | read | 3 | 10 ms | [10 ms, 10 ms] | 10 ms | — | 10 ms | 10 ms | 0 s | 0.0 % |
+| b | w |  | lat_mean | read | 3 | 10.4 ms | [10.4 ms, 10.4 ms] | 10.4 ms | — | 10.4 ms | 10.4 ms | 0 s | 0.0 % |
+| c | v |  | iops | read | 6 | 100 op/s | [92.58 op/s, 107.4 op/s] | 100 op/s | [90 op/s, 110 op/s] | 90 op/s | 110 op/s | 7.071 op/s | 7.1 % |
+| c | v |  | lat_mean | read | 6 | 1 ms | [1 ms, 1 ms] | 1 ms | [1 ms, 1 ms] | 1 ms | 1 ms | 0 s | 0.0 % |
+
+## Per-run values
+
+Runs in the order they ran; * marks an outlier (MAD rule), kept in every statistic.
+
+### w — iops read
+
+| target | 1 | 2 | 3 |
+|---|---:|---:|---:|
+| a | 100 op/s | 100 op/s | 100 op/s |
+| b | 110 op/s | 110 op/s | 110 op/s |
+
+### w — lat_mean read
+
+| target | 1 | 2 | 3 |
+|---|---:|---:|---:|
+| a | 10 ms | 10 ms | 10 ms |
+| b | 10.4 ms | 10.4 ms | 10.4 ms |
+
+### v — iops read
+
+| target | 1 | 2 | 3 | 4 | 5 | 6 |
+|---|---:|---:|---:|---:|---:|---:|
+| c | 90 op/s | 100 op/s | 110 op/s | 95 op/s | 105 op/s | 100 op/s |
+
+### v — lat_mean read
+
+| target | 1 | 2 | 3 | 4 | 5 | 6 |
+|---|---:|---:|---:|---:|---:|---:|
+| c | 1 ms | 1 ms | 1 ms | 1 ms | 1 ms | 1 ms |
+
+## Runs
+
+| # | target | workload | case | rep | status | duration | disk I/O | error |
+|---:|---|---|---|---|---|---:|---|---|
+| 1 | a | w |  | 1 | ok | 5.0 s | r 100 % |  |
+| 2 | b | w |  | 1 | ok | 5.0 s | r 100 % |  |
+| 3 | a | w |  | 2 | ok | 5.0 s | r 100 % |  |
+| 4 | b | w |  | 2 | ok | 5.0 s | r 100 % |  |
+| 5 | a | w |  | 3 | ok | 5.0 s | r 100 % |  |
+| 6 | b | w |  | 3 | ok | 5.0 s | r 100 % |  |
+| 7 | c | v |  | 1 | ok | 5.0 s | — |  |
+| 8 | c | v |  | 2 | ok | 5.0 s | — |  |
+| 9 | c | v |  | 3 | ok | 5.0 s | — |  |
+| 10 | c | v |  | 4 | ok | 5.0 s | — |  |
+| 11 | c | v |  | 5 | ok | 5.0 s | — |  |
+| 12 | c | v |  | 6 | ok | 5.0 s | — |  |
+
+## Environment
+
+- cpu: Test CPU
+- kernel: 6.1.0
+- memory: 8G
+- fio: fio-3.33
+- hostname: h1
+
+### Recipe: a
+
+```sh
+mkfs.xfs /dev/a
+```
+
+### Recipe: b
+
+```sh
+mkfs.xfs /dev/b
+```
+
+### Recipe: c
+
+```sh
+mkfs.xfs /dev/c
+```
+"""
+
+
+def test_markdown_exact(tmp_path: Path) -> None:
+    # The store keeps documents as canonical JSON (sorted keys): cpu comes before kernel.
+    assert report.render(load(demo(tmp_path)), "markdown") == MARKDOWN
+
+
+# CSV: one row per metric per run in base units; --metrics iops keeps the IOPS rows.
+CSV_HEAD = "experiment,target,workload,params,repetition,metric,value,unit,tags,note\n"
+PARAMS = '"{""bs"":""4k"",""rw"":""randread""}"'
+TAGS = '"{""op"":""read""}"'
+
+
+def test_csv_exact(tmp_path: Path) -> None:
+    options = ReportOptions(("iops",))
+    text = report.render(load(demo(tmp_path), options), "csv", options)
+    expected = [
+        f"demo,{t},w,{PARAMS},{rep},iops,{v},op/s,{TAGS},"
+        for rep in (1, 2, 3)
+        for t, v in (("a", "100.0"), ("b", "110.0"))
+    ]
+    expected += [
+        f"demo,c,v,{PARAMS},{rep},iops,{v!r},op/s,{TAGS}," for rep, v in enumerate(C_IOPS, 1)
+    ]
+    assert text == CSV_HEAD + "\n".join(expected) + "\n"
+
+
+def test_json_keeps_the_contract_and_adds_verdicts(tmp_path: Path) -> None:
+    import json
+
+    data = json.loads(report.render(load(demo(tmp_path)), "json"))
+    assert data["experiment"]["name"] == "demo"
+    assert data["environment"]["checked"]["kernel"] == "6.1.0"
+    first = data["runs"][0]
+    assert {"target", "workload", "params", "repetition", "status", "metrics"} <= set(first)
+    assert first["metrics"][0] == {
+        "name": "iops",
+        "value": 100.0,
+        "unit": "op/s",
+        "tags": {"op": "read"},
+    }
+    assert data["baseline"] == "a"
+    assert data["thresholds"] == {"lat_mean": 0.05}
+    verdicts = {(v["target"], v["metric"]): v for v in data["verdicts"]}
+    assert verdicts[("b", "iops")]["verdict"] == "better"
+    assert abs(verdicts[("b", "iops")]["comparison"]["ratio"] - 1.1) < 1e-12
+    assert verdicts[("b", "lat_mean")]["verdict"] == "equivalent"
+    c_iops = next(s for s in data["summaries"] if s["target"] == "c" and s["metric"] == "iops")
+    assert c_iops["n"] == 6 and c_iops["values"] == list(C_IOPS)
+    assert abs(c_iops["mean_ci"]["low"] - (100 - 2.5705818366 * (50 / 6) ** 0.5)) < 1e-6
+    assert data["runs_per_case"] == {"min": 3, "max": 6}
+    assert data["runs"][0]["io_check"]["short"] == []
