@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -172,6 +173,111 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _echo(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def cmd_lab_run(args: argparse.Namespace) -> int:
+    from volbench.lab.labrun import run_experiment_in_lab
+    from volbench.runner import signals_raise
+
+    extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
+        + (["--runs", str(args.runs)] if args.runs else [])
+    with signals_raise():
+        outcome = run_experiment_in_lab(args.file, db=args.db, cli_args=extra,
+                                        workdir=args.workdir, timeout=args.timeout,
+                                        on_output=None if args.quiet else _echo)
+    boot = outcome.result.boot_seconds or 0.0
+    print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
+          f"console in {outcome.console_log}")
+    if outcome.db is not None:
+        name = experiment.load(args.file).name
+        with Store(outcome.db) as store:
+            ids = [r.id for r in store.experiments() if r.name == name][-1:]
+            rep = _report_for(store, ids)
+        if args.quiet:
+            print(report.render(rep, "table"), end="")
+        out = outcome.db.with_name(outcome.db.stem + "-report.md")
+        out.write_text(report.render(rep, "markdown"))
+        print(f"results in {outcome.db}, report in {out}")
+    return outcome.returncode
+
+
+def cmd_lab_exec(args: argparse.Namespace) -> int:
+    from volbench.lab import LabDisk, LabSpec, run_in_vm
+    from volbench.runner import signals_raise
+
+    spec = LabSpec(disks=(LabDisk("d1"), LabDisk("d2", disk_class="fast")))
+    if args.lab is not None:
+        from volbench.lab.labrun import lab_of
+
+        spec = lab_of(experiment.load(args.lab), str(args.lab))
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise VolbenchError("no command given; e.g. volbench lab exec -- lsblk")
+    outdir = args.outdir or Path(f"/var/tmp/volbench/lab/exec-{os.getpid()}")
+    with signals_raise():
+        result = run_in_vm(spec, command, outdir, timeout=args.timeout, on_output=_echo,
+                           workdir=args.workdir)
+    print(f"\nlab: guest booted in {result.boot_seconds or 0:.0f} s, exit code "
+          f"{result.returncode}; outputs in {outdir}", file=sys.stderr)
+    return result.returncode
+
+
+def cmd_lab_fetch(args: argparse.Namespace) -> int:
+    from volbench.lab import ensure_kernel
+
+    kernel = ensure_kernel(refresh=args.refresh)
+    print(f"lab kernel {kernel.version}: {kernel.vmlinuz}")
+    return 0
+
+
+def cmd_lab_doctor(args: argparse.Namespace) -> int:
+    from volbench.lab.doctor import checks
+
+    found = checks()
+    for check in found:
+        mark = "ok " if check.ok else "-- "
+        extra = f"  (disables: {check.disables})" if check.disables else ""
+        print(f"{mark} {check.name:<24} {check.detail}{extra}")
+    return 0 if all(c.ok for c in found) else 1
+
+
+def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    text = "the lab VM: LVM, md, NFS, iSCSI with throttled disks on this machine"
+    lab = sub.add_parser("lab", help=text, description=text)
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_text: str
+            ) -> argparse.ArgumentParser:
+        cmd = cmds.add_parser(name, help=help_text, description=help_text)
+        cmd.set_defaults(func=fn)
+        return cmd
+
+    run = add("run", cmd_lab_run, "run an experiment inside the lab VM its lab: section "
+              "describes; results come back to --db")
+    run.add_argument("file", type=Path, help="experiment file with a lab: section")
+    run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    run.add_argument("--quiet", action="store_true", help="no live console output")
+    run.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds "
+                     "(default: lab: timeout)")
+    run.add_argument("--workdir", type=Path, help="where disk images go (default "
+                     "/var/tmp/volbench/lab)")
+    ex = add("exec", cmd_lab_exec, "boot the lab and run one command in it (for debugging)")
+    ex.add_argument("--lab", type=Path, metavar="FILE", help="use FILE's lab: section "
+                    "(default: d1 standard + d2 fast, 1G each)")
+    ex.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds")
+    ex.add_argument("--outdir", type=Path, help="folder shared with the guest")
+    ex.add_argument("--workdir", type=Path, help="where disk images go")
+    ex.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    fetch = add("fetch", cmd_lab_fetch, "download and unpack the lab kernel (cached)")
+    fetch.add_argument("--refresh", action="store_true", help="look for a newer kernel")
+    add("doctor", cmd_lab_doctor, "what the lab VM needs here, and what is missing")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volbench", description="Benchmark storage layouts with "
                                 "real tools, repeat with method, report what is real.")
@@ -225,6 +331,7 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
     add("doctor", cmd_doctor, "what this machine can do, and what is missing")
+    add_lab_commands(sub)
     return p
 
 

@@ -77,6 +77,9 @@ def checks(workdir: Path | None = None) -> list[Check]:
             found.append(Check("work space", free > 4 * 2**30,
                                f"{free / 2**30:.1f} GiB free under {probe}",
                                "" if free > 4 * 2**30 else "large disk images"))
+    from volbench.lab.doctor import summary as lab_summary  # late: lab.doctor imports Check
+
+    found.append(lab_summary())
     for tool in tools.TOOLS.values():
         path = tools.find(tool.name)
         found.append(Check(f"tool {tool.name}", path is not None,

@@ -25,8 +25,11 @@ from typing import Any
 import yaml
 
 from volbench import cgroups
+from volbench.disks import shared_device_problems
 from volbench.errors import ExperimentError, Problem
 from volbench.fields import Reader, did_you_mean
+from volbench.lab.spec import LabSpec
+from volbench.lab.spec import parse_section as parse_lab_section
 from volbench.model import digest
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
@@ -70,6 +73,8 @@ class Experiment:
     thresholds: dict[str, float] = field(default_factory=dict)
     # The document as loaded: stored with the results and hashed for --resume.
     document: dict[str, Any] = field(default_factory=dict)
+    # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it.
+    lab: LabSpec | None = None
 
     @property
     def spec_hash(self) -> str:
@@ -146,10 +151,12 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         description=r.text("description", ""),
         thresholds=_thresholds(r),
         document=document if isinstance(document, dict) else {},
+        lab=parse_lab_section(r),
     )
     if experiment.repeat.adaptive and experiment.order == "sequential":
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
+    problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
     r.finish()
     if problems:
         raise ExperimentError(problems, source)

@@ -1,0 +1,161 @@
+"""The guest side of the lab: the script the VM runs, and `python -m volbench.lab`.
+
+The guest sees the host's filesystem read-only over 9p (so the host's volbench
+and its virtualenv run there unchanged), with tmpfs overlays on /tmp, /srv,
+/var … and one writable folder shared with the host: the run's outdir. The
+script prepares what volbench needs there:
+
+- a writable HOME and TARGETCLI_HOME, LVM_SUPPRESS_FD_WARNINGS=1 (/root is read-only);
+- the kernel modules of the LVM, md, NFS and iSCSI targets (the guest kernel has them
+  even where the host kernel does not);
+- cgroup v1 blkio at /sys/fs/cgroup/blkio, where volbench's `limits:` look for it
+  (the guest boots with cgroup2 only; blkio throttling then works as on a host);
+- udev settled, so /dev/disk/by-id/virtio-NAME exists for every lab disk;
+
+then runs the command and writes its exit code next to the markers the host
+watches (`booted` = first guest command, `ready` = preparation done).
+
+`python -m volbench.lab --outdir OUT -- run FILE …` runs `volbench run`
+inside the guest with its database on guest tmpfs (SQLite locking over 9p is
+not to be trusted), copied in from OUT before and back to OUT after. When the
+host is interrupted (Ctrl-C, SIGTERM) it creates OUT/.lab/stop: the guest's
+volbench then stops as it would on a host, and the runs it finished come back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+# Guest paths that are tmpfs (not the host's files): a command cannot start there.
+GUEST_PRIVATE = (
+    "/var/tmp",
+    "/var/log",
+    "/var/cache",
+    "/var/lib/private",
+    "/var/lib/apt",
+    "/run",
+    "/dev",
+    "/proc",
+    "/sys",
+)
+GUEST_WORK = Path("/srv/volbench")
+# The host creates this file in OUTDIR/.lab to ask the guest's volbench to stop cleanly.
+STOP = "stop"
+MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP)
+
+_TEMPLATE = """#!/bin/sh
+# Written by volbench (volbench/lab/guest.py) for one lab run; the guest runs it as root.
+lab={lab}
+cat /proc/uptime > "$lab/booted"
+export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench
+export HOME=/tmp/volbench-home TARGETCLI_HOME=/tmp/volbench-targetcli
+export PATH={bindir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+{exports}
+mkdir -p "$HOME" "$TARGETCLI_HOME" {work}
+modprobe -a {modules} 2>/dev/null  # one process: each start costs ~0.3 s under emulation
+{module_checks}
+if [ ! -e /sys/fs/cgroup/blkio ]; then
+  {{ mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup &&
+    mkdir /sys/fs/cgroup/blkio &&
+    mount -t cgroup -o blkio blkio /sys/fs/cgroup/blkio; }} || echo blkio >> "$lab/setup-failed"
+fi
+udevadm settle --timeout=60 || echo udev >> "$lab/setup-failed"
+cat /proc/uptime > "$lab/ready"
+cd {cwd} || exit 90
+{command}
+echo $? > "$lab/exitcode"
+"""
+
+
+def guest_cwd(cwd: Path, outdir: Path) -> Path:
+    """`cwd` if the guest sees the host's files there, else the shared outdir."""
+    text = str(cwd.resolve())
+    if any(text == p or text.startswith(p + "/") for p in GUEST_PRIVATE):
+        return outdir
+    return cwd
+
+
+def script(
+    lab: Path,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    modules: Sequence[str],
+    env: Mapping[str, str],
+    bindir: Path,
+) -> str:
+    """The guest script (see the module doc); every value is shell-quoted."""
+    q = shlex.quote
+    exports = "\n".join(f"export {k}={q(v)}" for k, v in env.items() if k.isidentifier())
+    return _TEMPLATE.format(
+        lab=q(str(lab)),
+        bindir=q(str(bindir)),
+        exports=exports,
+        work=q(str(GUEST_WORK)),
+        modules=" ".join(q(m) for m in modules),
+        module_checks="\n".join(
+            f'[ -d /sys/module/{q(m.replace("-", "_"))} ] || echo {q(m)} >> "$lab/modules-missing"'
+            for m in modules
+        ),
+        cwd=q(str(cwd)),
+        command=shlex.join(argv),
+    )
+
+
+def _copy_db(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file (the backup API), written under a temporary name."""
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    with sqlite3.connect(source) as src, sqlite3.connect(tmp) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+    tmp.replace(target)
+
+
+def stop_when_asked(flag: Path, interval: float = 0.5) -> threading.Thread:
+    """SIGTERM this process once `flag` exists: how the host asks for a clean stop.
+
+    The guest's volbench then tears down and records the run in progress as
+    interrupted, like on a host, and `main` still copies the database back.
+    """
+
+    def watch() -> None:
+        while not flag.exists():
+            time.sleep(interval)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="lab-stop", daemon=True)
+    thread.start()
+    return thread
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """In the guest: `volbench run …` with the database copied from and back to OUT."""
+    parser = argparse.ArgumentParser(prog="python -m volbench.lab")
+    parser.add_argument("--outdir", type=Path, required=True)
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then volbench's arguments")
+    args = parser.parse_args(argv)
+    rest = args.args[1:] if args.args[:1] == ["--"] else args.args
+    from volbench import cli  # late: importing the CLI costs seconds under emulation
+
+    stop_when_asked(args.outdir / ".lab" / STOP)
+    GUEST_WORK.mkdir(parents=True, exist_ok=True)
+    db = GUEST_WORK / "results.db"
+    shared = args.outdir / "results.db"
+    if shared.exists():
+        shutil.copyfile(shared, db)
+    try:
+        return cli.main([*rest, "--db", str(db)])
+    finally:
+        if db.exists():
+            _copy_db(db, shared)

@@ -1,0 +1,280 @@
+"""The `lab:` section of an experiment: the VM's disks, their speed classes, its size.
+
+    lab:
+      disks:
+        - {name: d1, size: 2G, class: standard}     # /dev/disk/by-id/virtio-d1 in the guest
+        - {name: f, count: 2, size: 2G, class: fast}  # f1, f2
+      classes:                                      # added to (or replacing) the defaults
+        standard: {iops: 500, bps: 50M}
+        fast: {iops: 2000, bps: 200M}
+      memory: 2G
+      cpus: 2
+      accel: tcg              # tcg (software emulation, works everywhere) or kvm
+      boot_timeout: 3m        # until the guest runs its first command
+      timeout: 1h             # the whole VM run
+      modules: [dm-mod, …]    # loaded in the guest before the command (replaces the default)
+
+A class caps each of its disks in QEMU (throttling.* of -drive): `iops`/`bps`
+cap reads and writes together, `read_iops`/`write_iops`/`read_bps`/`write_bps`
+each direction. The cap is exact and repeatable as long as the emulated CPU can
+go faster than the cap: under TCG it tops out near 10k IOPS, so caps stay at or
+below MAX_TCG_IOPS.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from volbench import units
+from volbench.fields import Reader
+
+GiB = 1024**3
+# Under software emulation the guest's CPU, not the cap, would set the speed above this.
+MAX_TCG_IOPS = 5000
+# virtio-blk serial numbers hold at most 20 bytes (VIRTIO_BLK_ID_BYTES).
+MAX_NAME = 20
+MAX_DISKS = 62  # two PCI bridges of 31 slots
+ACCELS = ("tcg", "kvm")
+# Loaded before the command: what the LVM, md, NFS and iSCSI targets need first.
+# Others load on first use (filesystems on mount, md personalities, dm targets), and
+# each module costs ~0.5 s of boot under emulation, so the list stays short.
+DEFAULT_MODULES = ("dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp")
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class DiskClass:
+    """Caps for every disk of a class; None = uncapped in that respect."""
+
+    name: str
+    iops: int | None = None
+    read_iops: int | None = None
+    write_iops: int | None = None
+    bps: int | None = None
+    read_bps: int | None = None
+    write_bps: int | None = None
+
+    def caps(self) -> dict[str, int]:
+        return {
+            f.name: v
+            for f in fields(self)
+            if f.name != "name" and (v := getattr(self, f.name)) is not None
+        }
+
+    def qemu_throttling(self) -> list[str]:
+        """`-drive` options that make QEMU enforce the caps."""
+        names = {
+            "iops": "iops-total",
+            "read_iops": "iops-read",
+            "write_iops": "iops-write",
+            "bps": "bps-total",
+            "read_bps": "bps-read",
+            "write_bps": "bps-write",
+        }
+        return [f"throttling.{names[k]}={v}" for k, v in self.caps().items()]
+
+
+DEFAULT_CLASSES: Mapping[str, DiskClass] = {
+    "standard": DiskClass("standard", iops=500, bps=50 * 1024**2),
+    "fast": DiskClass("fast", iops=2000, bps=200 * 1024**2),
+}
+
+
+@dataclass(frozen=True)
+class LabDisk:
+    name: str
+    size: int = GiB
+    disk_class: str = "standard"
+
+    @property
+    def by_id(self) -> str:
+        """Where the disk appears in the guest (udev names it after the virtio serial)."""
+        return f"/dev/disk/by-id/virtio-{self.name}"
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    disks: tuple[LabDisk, ...] = ()
+    classes: Mapping[str, DiskClass] = field(default_factory=lambda: dict(DEFAULT_CLASSES))
+    memory: int = 2 * GiB
+    cpus: int = 2
+    accel: str = "tcg"
+    boot_timeout: float = 180.0
+    timeout: float = 3600.0
+    modules: tuple[str, ...] = DEFAULT_MODULES
+
+    def disk_class(self, disk: LabDisk) -> DiskClass:
+        return self.classes[disk.disk_class]
+
+    def disk(self, name: str) -> LabDisk:
+        return next(d for d in self.disks if d.name == name)
+
+    def describe(self) -> dict[str, Any]:
+        """What gets recorded: every disk with its class caps, and the VM's size."""
+        return {
+            "disks": [
+                {
+                    "name": d.name,
+                    "size": d.size,
+                    "class": d.disk_class,
+                    "device": d.by_id,
+                    "caps": self.disk_class(d).caps(),
+                }
+                for d in self.disks
+            ],
+            "memory": self.memory,
+            "cpus": self.cpus,
+            "accel": self.accel,
+        }
+
+
+def _optional(r: Reader, key: str, rate: bool) -> int | None:
+    if not r.has(key):
+        return None
+    value = r.size(key) if rate else r.integer(key, minimum=1)
+    if value < 1:
+        r.problem(key, "must be positive")
+    return value
+
+
+def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
+    cls = DiskClass(
+        name,
+        *(
+            _optional(r, k, rate=k.endswith("bps"))
+            for k in ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
+        ),
+    )
+    r.finish()
+    for total, parts in (("iops", ("read_iops", "write_iops")), ("bps", ("read_bps", "write_bps"))):
+        if getattr(cls, total) is not None and any(getattr(cls, p) is not None for p in parts):
+            r.problem(
+                total,
+                f"QEMU takes either {total} or {' / '.join(parts)}, not both",
+                f"remove {total} or the per-direction caps",
+            )
+    if accel == "tcg":
+        for key in ("iops", "read_iops", "write_iops"):
+            value = getattr(cls, key)
+            if value is not None and value > MAX_TCG_IOPS:
+                r.problem(
+                    key,
+                    f"{value} is more than the emulated CPU can drive (it tops out "
+                    "near 10k IOPS, so the CPU and not the cap would set the speed)",
+                    f"keep caps at or below {MAX_TCG_IOPS}, or use accel: kvm where KVM works",
+                )
+    return cls
+
+
+def _classes(r: Reader, accel: str) -> dict[str, DiskClass]:
+    classes = dict(DEFAULT_CLASSES)
+    if not r.has("classes"):
+        return classes
+    cr = r.sub("classes")
+    for key in list(cr.data):
+        name = str(key)
+        if not _NAME.match(name):
+            cr.problem(name, "class names may only use letters, digits, '-' and '_'")
+        classes[name] = _disk_class(cr.sub(name), name, accel)
+    return classes
+
+
+def _disks(r: Reader, classes: Mapping[str, DiskClass]) -> tuple[LabDisk, ...]:
+    disks: list[LabDisk] = []
+    for item in r.items("disks", []):
+        name = item.text("name")
+        count = item.integer("count", 1, minimum=1, maximum=MAX_DISKS)
+        size = item.size("size", "1G")
+        if size < 16 * 1024**2:
+            item.problem("size", "must be at least 16M")
+        cls = item.text("class", "standard")
+        if cls not in classes:
+            item.problem("class", f"unknown class '{cls}'", f"classes are: {', '.join(classes)}")
+        names = [name] if not item.has("count") else [f"{name}{i}" for i in range(1, count + 1)]
+        if name and not _NAME.match(name):
+            item.problem(
+                "name",
+                f"'{name}' may only use letters, digits, '-' and '_' "
+                "(it becomes the disk's serial number)",
+            )
+        longest = max(names, key=len)
+        if len(longest) > MAX_NAME:
+            item.problem(
+                "name",
+                f"'{longest}' is longer than {MAX_NAME} characters (a virtio "
+                "serial number holds 20)",
+                "use a shorter name",
+            )
+        for n in names:
+            if any(d.name == n for d in disks):
+                item.problem("name", f"disk '{n}' is defined twice", "give every disk its own name")
+            disks.append(LabDisk(n, size, cls))
+        item.finish()
+    if len(disks) > MAX_DISKS:
+        r.problem("disks", f"{len(disks)} disks; the lab holds at most {MAX_DISKS}")
+    return tuple(disks)
+
+
+def parse(r: Reader) -> LabSpec:
+    """The `lab:` mapping (already a Reader at that path)."""
+    accel = r.text("accel", "tcg", choices=ACCELS)
+    classes = _classes(r, accel)
+    disks = _disks(r, classes)
+    memory = r.size("memory", "2G")
+    if memory < 512 * 1024**2:
+        r.problem("memory", "must be at least 512M (the guest runs udev, LVM, PostgreSQL …)")
+    boot_timeout = r.duration("boot_timeout", "3m")
+    timeout = r.duration("timeout", "1h")
+    for key, value in (("boot_timeout", boot_timeout), ("timeout", timeout)):
+        if value <= 0:
+            r.problem(key, "must be longer than 0 s")
+    spec = LabSpec(
+        disks,
+        classes,
+        memory,
+        r.integer("cpus", 2, minimum=1, maximum=64),
+        accel,
+        boot_timeout,
+        timeout,
+        tuple(r.text_list("modules", list(DEFAULT_MODULES))),
+    )
+    r.finish()
+    return spec
+
+
+def parse_section(r: Reader) -> LabSpec | None:
+    """The experiment's top-level `lab:` section (`r` reads the whole document), or None."""
+    if not r.has("lab"):
+        return None
+    return parse(r.sub("lab"))
+
+
+def referenced_disks(document: Any) -> set[str]:
+    """Lab disk names that the experiment's targets list (/dev/disk/by-id/virtio-NAME)."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and value.startswith("/dev/disk/by-id/virtio-"):
+            found.add(value.removeprefix("/dev/disk/by-id/virtio-"))
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    if isinstance(document, Mapping):
+        walk(document.get("targets", []))
+    return found
+
+
+def format_caps(cls: DiskClass) -> str:
+    parts = []
+    for key, value in cls.caps().items():
+        parts.append(
+            f"{key}={units.format_size(value)}/s" if key.endswith("bps") else f"{key}={value}"
+        )
+    return ", ".join(parts) or "uncapped"

@@ -1,0 +1,76 @@
+"""A filesystem made directly on a disk you list (seed 000's "xfs directly on a disk").
+
+    - {name: plain-xfs, type: disk, device: /dev/disk/by-id/virtio-d1, fs: xfs}
+    - {name: raw, type: disk, device: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4, fs: none,
+       wipe: true}
+
+The disk passes the device guard first (guard.py, docs/safety.md); `fs: none`
+hands the raw device to the workloads. Without spare disks use `loopdisk`, or
+the lab VM, whose disks are /dev/disk/by-id/virtio-NAME.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from volbench.cgroups import Limits
+from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable_problem
+from volbench.fields import Reader
+from volbench.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.mounts import mount_info
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+
+
+@dataclass(frozen=True)
+class DiskSpec(TargetSpec):
+    source: DiskSource = DiskSource()
+    fs: FsSpec = FsSpec("xfs")
+
+
+def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
+    if r.has("device"):
+        # `device: PATH` is the one-disk spelling of `devices: [PATH]`.
+        path = r.text("device")
+        wipe = r.boolean("wipe", False)
+        why = stable_problem(path) if path else None
+        if why:
+            r.problem("device", why)
+        if r.has("devices"):
+            r.raw("devices")
+            r.problem("devices", "give either device: or devices:, not both")
+        source = DiskSource((ListedDisk(path, wipe),), count=1)
+    else:
+        source = parse_source(r, minimum=1, maximum=1, allow_loop=False)
+    return DiskSpec(name, "disk", limits, source=source, fs=parse_fs(r))
+
+
+@contextmanager
+def build(spec: DiskSpec, ctx: BuildContext) -> Iterator[Built]:
+    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
+    info: dict[str, object] = {"fs": spec.fs.fs, "disk": disk.as_info()}
+    if not spec.fs.mounted:
+        yield Built(
+            spec.name,
+            spec.type,
+            path=None,
+            block_device=disk.device,
+            devices=[disk.device],
+            info=info,
+        )
+        return
+    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [disk.device], ctx.workdir / "mnt")
+    info["mount"] = mount_info(mnt)
+    yield Built(
+        spec.name, spec.type, path=mnt, block_device=disk.device, devices=[disk.device], info=info
+    )
+
+
+KIND = TargetKind(
+    "disk",
+    "a filesystem (or nothing) directly on one listed disk, guarded",
+    parse,
+    build,
+    tools=("wipefs", "mkfs.xfs", "mkfs.ext4"),
+)

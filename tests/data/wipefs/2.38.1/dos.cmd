@@ -1,0 +1,2 @@
+wipefs --no-act --json /dev/loopN
+# setup: 128 MiB sparse image attached with losetup --direct-io=on -P, then: sfdisk with a dos label and two Linux partitions

@@ -1,0 +1,2 @@
+wipefs --no-act --json /nonexistent
+# a path that does not exist
