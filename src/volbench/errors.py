@@ -86,8 +86,8 @@ class Interrupted(BaseException):
 
     def __init__(self, signal_name: str) -> None:
         self.signal_name = signal_name
-        super().__init__(f"interrupted by {signal_name}; finished runs are saved, "
-                         "continue with: volbench run FILE --resume")
+        super().__init__(f"interrupted by {signal_name}; finished runs are saved: run the "
+                         "same command again with --resume to continue")
 
 
 class UnsafeDevice(VolbenchError):
