@@ -138,20 +138,23 @@ def generate(path: Path, targets: int, cases: int, reps: int, seed: int) -> int:
 
 
 def measure(path: Path, fmt: str) -> list[tuple[str, float]]:
+    """The CLI's own path (`volbench report --format FMT`), split into its stages."""
     log: list[tuple[str, float]] = []
     with Store(path, create=False) as store:
         ids = [store.experiments()[-1].id]
+        options = report.ReportOptions()
+        names = timed("read metric names", lambda: report.needed_metrics(
+            store.metric_kinds(ids), options), log)
+        runs = timed("read runs (shown metrics, series)",
+                     lambda: store.runs(ids, series=True, metric_names=names), log)
+        totals = timed("read per-case histogram totals", lambda: store.histogram_totals(ids),
+                       log)
+        export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
         experiments = [store.experiment(i) for i in ids]
         targets = [t for i in ids for t in store.targets(i)]
-        runs = timed(
-            "read runs (metrics, series, histograms)",
-            lambda: store.runs(ids, series=True, histograms=True),
-            log,
-        )
-    rep = timed(
-        "build report (statistics, checks)", lambda: report.build(experiments, targets, runs), log
-    )
-    text = timed(f"render {fmt}", lambda: report.render(rep, fmt), log)
+        rep = timed("build report (statistics, checks)", lambda: report.build(
+            experiments, targets, runs, options, totals=totals, export=export), log)
+        text = timed(f"render {fmt}", lambda: report.render(rep, fmt), log)
     log.append((f"output size (MB) {len(text.encode()) / 1e6:.1f}", 0.0))
     return log
 

@@ -38,11 +38,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     outcome = run_experiment(exp, db=args.db, resume=args.resume, repetitions=args.runs,
                              progress=TerminalProgress(quiet=args.quiet))
+    out = args.db.with_name(args.db.stem + "-report.md")
     with Store(args.db) as store:
         rep = _report_for(store, [outcome.experiment_id])
-    print(report.render(rep, "table"), end="")
-    out = args.db.with_name(args.db.stem + "-report.md")
-    out.write_text(report.render(rep, "markdown"))
+        print(report.render(rep, "table"), end="")
+        out.write_text(report.render(rep, "markdown"))
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items())) or "no runs"
     skipped = f", {outcome.skipped} already done" if outcome.skipped else ""
     print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
@@ -77,11 +77,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _report_for(store: Store, ids: Sequence[int],
                 options: report.ReportOptions | None = None) -> report.Report:
+    """The report of experiments `ids`. It reads from `store` while rendering CSV or JSON
+    (the complete per-run data is streamed, not held): render before closing the store."""
+    options = options or report.ReportOptions()
     experiments = [store.experiment(i) for i in ids]
     targets = [t for i in ids for t in store.targets(i)]
-    # Series (stalls, time-series charts) and histograms (merged percentiles) too.
-    runs = store.runs(ids, series=True, histograms=True)
-    return report.build(experiments, targets, runs, options)
+    # Only the metrics the report shows; series for stalls and time-series charts.
+    names = report.needed_metrics(store.metric_kinds(ids), options)
+    runs = store.runs(ids, series=True, metric_names=names)
+    export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
+    return report.build(experiments, targets, runs, options,
+                        totals=store.histogram_totals(ids), export=export)
 
 
 def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
@@ -113,12 +119,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 0
         options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
         rep = _report_for(store, _experiment_ids(store, args.experiment), options)
-    if args.charts is not None:
-        paths = report.write_charts(rep, options, args.charts, png=args.png)
-        print(f"wrote {len(paths)} chart file(s) to {args.charts}")
-        if args.format is None and args.output is None:
-            return 0  # only the charts were asked for
-    text = report.render(rep, args.format or "table", options)
+        if args.charts is not None:
+            paths = report.write_charts(rep, options, args.charts, png=args.png)
+            print(f"wrote {len(paths)} chart file(s) to {args.charts}")
+            if args.format is None and args.output is None:
+                return 0  # only the charts were asked for
+        text = report.render(rep, args.format or "table", options)
     if args.output:
         args.output.write_text(text)
         print(f"wrote {args.output}")
@@ -193,13 +199,13 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
           f"console in {outcome.console_log}")
     if outcome.db is not None:
         name = experiment.load(args.file).name
+        out = outcome.db.with_name(outcome.db.stem + "-report.md")
         with Store(outcome.db) as store:
             ids = [r.id for r in store.experiments() if r.name == name][-1:]
             rep = _report_for(store, ids)
-        if args.quiet:
-            print(report.render(rep, "table"), end="")
-        out = outcome.db.with_name(outcome.db.stem + "-report.md")
-        out.write_text(report.render(rep, "markdown"))
+            if args.quiet:
+                print(report.render(rep, "table"), end="")
+            out.write_text(report.render(rep, "markdown"))
         print(f"results in {outcome.db}, report in {out}")
     return outcome.returncode
 

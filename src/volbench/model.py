@@ -70,6 +70,20 @@ class Histogram:
 
 
 @dataclass(frozen=True)
+class CaseHistogram:
+    """All measured runs' histograms of one case (target × workload × params), added up."""
+
+    target: str
+    workload: str
+    params: Params
+    name: str
+    unit: str
+    tags: Mapping[str, str]
+    runs: int
+    bins: tuple[tuple[float, int], ...]
+
+
+@dataclass(frozen=True)
 class Parsed:
     """What a workload parser extracts from one run's raw outputs."""
 
@@ -125,3 +139,26 @@ class RunResult:
 def case_key(target: str, workload: str, params: Params) -> str:
     """Identity of a case (target × workload × parameter values), independent of order."""
     return canonical_json({"target": target, "workload": workload, "params": dict(params)})
+
+
+@dataclass(frozen=True)
+class ExperimentRow:
+    id: int
+    name: str
+    spec_hash: str
+    document: dict[str, Any]
+    environment: dict[str, Any]
+    seed: int | None
+    created: float
+    finished: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class TargetRow:
+    experiment_id: int
+    name: str
+    type: str
+    status: str
+    error: str
+    info: dict[str, Any]

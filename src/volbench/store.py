@@ -12,128 +12,27 @@ import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from volbench import schema
 from volbench.errors import StoreError
 from volbench.model import (
+    CaseHistogram,
+    ExperimentRow,
     Histogram,
     Metric,
     Parsed,
     RunResult,
     Series,
     Status,
+    TargetRow,
     canonical_json,
 )
 
-MIGRATIONS: list[str] = [
-    # 1: the first schema
-    """
-    CREATE TABLE experiments (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL,
-        spec_hash TEXT NOT NULL,
-        document TEXT NOT NULL,
-        environment TEXT NOT NULL,
-        seed INTEGER,
-        created REAL NOT NULL,
-        finished REAL,
-        status TEXT NOT NULL
-    );
-    CREATE TABLE targets (
-        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
-        name TEXT NOT NULL,
-        type TEXT NOT NULL,
-        status TEXT NOT NULL,
-        error TEXT NOT NULL DEFAULT '',
-        info TEXT NOT NULL,
-        built REAL NOT NULL,
-        PRIMARY KEY (experiment_id, name)
-    );
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
-        target TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        params TEXT NOT NULL,
-        case_key TEXT NOT NULL,
-        repetition INTEGER NOT NULL,
-        warmup INTEGER NOT NULL,
-        status TEXT NOT NULL,
-        started REAL NOT NULL,
-        ended REAL NOT NULL,
-        argv TEXT NOT NULL,
-        exit_code INTEGER,
-        error TEXT NOT NULL,
-        annotations TEXT NOT NULL
-    );
-    CREATE INDEX runs_by_experiment ON runs (experiment_id, case_key);
-    CREATE TABLE metrics (
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        value REAL,
-        unit TEXT NOT NULL,
-        tags TEXT NOT NULL,
-        note TEXT NOT NULL
-    );
-    CREATE INDEX metrics_by_run ON metrics (run_id);
-    CREATE TABLE series (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        unit TEXT NOT NULL,
-        tags TEXT NOT NULL
-    );
-    CREATE INDEX series_by_run ON series (run_id);
-    CREATE TABLE series_points (
-        series_id INTEGER NOT NULL REFERENCES series(id),
-        t REAL NOT NULL,
-        value REAL NOT NULL
-    );
-    CREATE INDEX points_by_series ON series_points (series_id);
-    CREATE TABLE histograms (
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        unit TEXT NOT NULL,
-        tags TEXT NOT NULL,
-        bins TEXT NOT NULL
-    );
-    CREATE INDEX histograms_by_run ON histograms (run_id);
-    CREATE TABLE outputs (
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        content BLOB NOT NULL,
-        PRIMARY KEY (run_id, name)
-    );
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-@dataclass(frozen=True)
-class ExperimentRow:
-    id: int
-    name: str
-    spec_hash: str
-    document: dict[str, Any]
-    environment: dict[str, Any]
-    seed: int | None
-    created: float
-    finished: float | None
-    status: str
-
-
-@dataclass(frozen=True)
-class TargetRow:
-    experiment_id: int
-    name: str
-    type: str
-    status: str
-    error: str
-    info: dict[str, Any]
+SCHEMA_VERSION = schema.VERSION
 
 
 class Store:
@@ -146,25 +45,17 @@ class Store:
             self.db = sqlite3.connect(path, timeout=30)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path}: {exc}; check the path and permissions") from exc
-        self.db.execute("PRAGMA foreign_keys = ON")
-        # WAL + NORMAL: a committed run survives a crash or kill of volbench (the case
-        # that matters); only a power loss may drop the last commits.
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
-
-    def _migrate(self) -> None:
         try:
-            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+            self.db.execute("PRAGMA foreign_keys = ON")
+            # WAL + NORMAL: a committed run survives a crash or kill of volbench (the case
+            # that matters); only a power loss may drop the last commits.
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a volbench database: {exc}") from exc
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} has schema {version}, newer than this volbench "
-                             f"({SCHEMA_VERSION}); upgrade volbench to read it")
-        for number in range(version, SCHEMA_VERSION):
-            with self.db:
-                self.db.executescript(MIGRATIONS[number])
-                self.db.execute(f"PRAGMA user_version = {number + 1}")
+            self.db.close()
+            raise StoreError(f"{path} is not a volbench database: {exc}; check the path "
+                             "(--db)") from exc
+        schema.migrate(self.db, path)
 
     def close(self) -> None:
         self.db.close()
@@ -223,6 +114,15 @@ class Store:
             assert run_id is not None
             self._save_parsed(run_id, run.parsed)
             self.db.executemany(
+                "INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit) VALUES (?, ?, ?)",
+                {(experiment_id, m.name, m.unit) for m in run.parsed.metrics})
+            if run.status is Status.OK and not run.warmup:
+                params = canonical_json(dict(run.params))
+                for h in run.parsed.histograms:
+                    schema.add_to_totals(self.db, (experiment_id, run.target, run.workload,
+                                                   params, h.name, h.unit,
+                                                   canonical_json(dict(h.tags))), list(h.bins))
+            self.db.executemany(
                 "INSERT INTO outputs (run_id, name, content) VALUES (?, ?, ?)",
                 [(run_id, name, zlib.compress(text.encode(), 6))
                  for name, text in run.outputs.items()])
@@ -233,13 +133,10 @@ class Store:
             "INSERT INTO metrics (run_id, name, value, unit, tags, note) VALUES (?, ?, ?, ?, ?, ?)",
             [(run_id, m.name, m.value, m.unit, canonical_json(dict(m.tags)), m.note)
              for m in parsed.metrics])
-        for s in parsed.series:
-            cur = self.db.execute(
-                "INSERT INTO series (run_id, name, unit, tags) VALUES (?, ?, ?, ?)",
-                (run_id, s.name, s.unit, canonical_json(dict(s.tags))))
-            self.db.executemany(
-                "INSERT INTO series_points (series_id, t, value) VALUES (?, ?, ?)",
-                [(cur.lastrowid, t, v) for t, v in s.points])
+        self.db.executemany(
+            "INSERT INTO series (run_id, name, unit, tags, points) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, s.name, s.unit, canonical_json(dict(s.tags)), json.dumps(s.points))
+             for s in parsed.series])
         self.db.executemany(
             "INSERT INTO histograms (run_id, name, unit, tags, bins) VALUES (?, ?, ?, ?, ?)",
             [(run_id, h.name, h.unit, canonical_json(dict(h.tags)), json.dumps(h.bins))
@@ -274,8 +171,10 @@ class Store:
                                    (experiment_id,)).fetchone()[0])
 
     def runs(self, experiment_ids: Iterable[int], *, outputs: bool = False,
-             series: bool = False, histograms: bool = False) -> list[RunResult]:
-        """Runs with their metrics (and optionally raw outputs, series and histograms)."""
+             series: bool = False, histograms: bool = False,
+             metric_names: Collection[str] | None = None) -> list[RunResult]:
+        """Runs with their metrics (all, or only `metric_names`) and optionally raw
+        outputs, series and per-run histograms."""
         ids = list(experiment_ids)
         if not ids:
             return []
@@ -284,29 +183,95 @@ class Store:
             f"SELECT id, target, workload, params, repetition, warmup, status, started, ended,"
             f" argv, exit_code, error, annotations FROM runs WHERE experiment_id IN ({marks})"
             f" ORDER BY id", ids).fetchall()
-        metrics = self._metrics_by_run(marks, ids)
+        metrics = self._metrics_by_run(marks, ids, metric_names)
         extra_series = self._series_by_run(marks, ids) if series else {}
         extra_hists = self._histograms_by_run(marks, ids) if histograms else {}
         extra_outputs = self._outputs_by_run(marks, ids) if outputs else {}
+        # Repetitions of a case share their parameters: parse each distinct text once.
+        params_cache: dict[str, dict[str, Any]] = {}
         result = []
         for r in rows:
             run_id = r[0]
+            params = params_cache.get(r[3])
+            if params is None:
+                params = params_cache[r[3]] = json.loads(r[3])
             parsed = Parsed(tuple(metrics.get(run_id, ())), tuple(extra_series.get(run_id, ())),
                             tuple(extra_hists.get(run_id, ())))
             result.append(RunResult(
-                target=r[1], workload=r[2], params=json.loads(r[3]), repetition=r[4],
+                target=r[1], workload=r[2], params=params, repetition=r[4],
                 warmup=bool(r[5]), status=Status(r[6]), started=r[7], ended=r[8],
                 argv=tuple(json.loads(r[9])), exit_code=r[10], error=r[11],
                 parsed=parsed, outputs=extra_outputs.get(run_id, {}),
                 annotations={**json.loads(r[12]), "run_id": run_id}))
         return result
 
-    def _metrics_by_run(self, marks: str, ids: list[int]) -> dict[int, list[Metric]]:
+    def metric_kinds(self, experiment_ids: Iterable[int]) -> set[tuple[str, str]]:
+        """The (name, unit) pairs these experiments' runs have."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        return {(r[0], r[1]) for r in self.db.execute(
+            f"SELECT name, unit FROM metric_kinds WHERE experiment_id IN ({marks})", ids)}
+
+    def histogram_totals(self, experiment_ids: Iterable[int]) -> list[CaseHistogram]:
+        """Per case, every finished measured run's latency histogram added up."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        totals = []
+        for target, workload, params, name, unit, tags, runs, bins in self.db.execute(
+                f"SELECT target, workload, params, name, unit, tags, runs, bins FROM"
+                f" histogram_totals WHERE experiment_id IN ({marks}) ORDER BY rowid", ids):
+            totals.append(CaseHistogram(target, workload, json.loads(params), name, unit,
+                                         json.loads(tags), runs,
+                                         tuple((float(v), int(c)) for v, c in json.loads(bins))))
+        return totals
+
+    def runs_json(self, experiment_ids: Iterable[int]) -> Iterator[str]:
+        """Each run as a JSON object (the report's run shape, with every metric), written
+        by SQLite itself: a report of 100 000 runs holds millions of metrics, far too many
+        to turn into Python objects and back into text in time."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        metric = ("CASE WHEN m.note = '' THEN json_object('name', m.name, 'value', m.value,"
+                  " 'unit', m.unit, 'tags', json(m.tags)) ELSE json_object('name', m.name,"
+                  " 'value', m.value, 'unit', m.unit, 'tags', json(m.tags), 'note', m.note) END")
+        query = (
+            "SELECT json_object('target', r.target, 'workload', r.workload,"
+            " 'params', json(r.params), 'repetition', r.repetition,"
+            " 'warmup', json(CASE r.warmup WHEN 0 THEN 'false' ELSE 'true' END),"
+            " 'status', r.status, 'started', r.started, 'ended', r.ended,"
+            " 'argv', json(r.argv), 'exit_code', r.exit_code, 'error', r.error,"
+            " 'annotations', json_set(r.annotations, '$.run_id', r.id),"
+            f" 'metrics', (SELECT json_group_array(json({metric})) FROM metrics m"
+            "  WHERE m.run_id = r.id))"
+            f" FROM runs r WHERE r.experiment_id IN ({marks}) ORDER BY r.id")
+        for (text,) in self.db.execute(query, ids):
+            yield text
+
+    def metric_rows(self, experiment_ids: Iterable[int]
+                    ) -> Iterator[tuple[str, str, str, int, str, float | None, str, str, str]]:
+        """(target, workload, params, repetition, name, value, unit, tags, note) of every
+        metric of every finished measured run, in run order, straight from SQLite."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        yield from self.db.execute(
+            f"SELECT r.target, r.workload, r.params, r.repetition, m.name, m.value, m.unit,"
+            f" m.tags, m.note FROM runs r JOIN metrics m ON m.run_id = r.id"
+            f" WHERE r.experiment_id IN ({marks}) AND r.status = 'ok' AND r.warmup = 0"
+            f" ORDER BY r.id, m.rowid", ids)
+
+    def _metrics_by_run(self, marks: str, ids: list[int],
+                        names: Collection[str] | None = None) -> dict[int, list[Metric]]:
         out: dict[int, list[Metric]] = {}
         tag_cache: dict[str, dict[str, str]] = {}
-        for run_id, name, value, unit, tags, note in self.db.execute(
-                f"SELECT m.run_id, m.name, m.value, m.unit, m.tags, m.note FROM metrics m"
-                f" JOIN runs r ON r.id = m.run_id WHERE r.experiment_id IN ({marks})", ids):
+        query = (f"SELECT m.run_id, m.name, m.value, m.unit, m.tags, m.note FROM metrics m"
+                 f" JOIN runs r ON r.id = m.run_id WHERE r.experiment_id IN ({marks})")
+        args: list[Any] = list(ids)
+        if names is not None:
+            # The JOIN form lets SQLite walk metrics_by_name; `run_id IN (subquery)` was 8×
+            # slower on 100 000 runs.
+            query += f" AND m.name IN ({','.join('?' * len(names))})"
+            args += sorted(names)
+        for run_id, name, value, unit, tags, note in self.db.execute(query, args):
             parsed_tags = tag_cache.get(tags)
             if parsed_tags is None:
                 parsed_tags = tag_cache[tags] = json.loads(tags)
@@ -314,18 +279,12 @@ class Store:
         return out
 
     def _series_by_run(self, marks: str, ids: list[int]) -> dict[int, list[Series]]:
-        points: dict[int, list[tuple[float, float]]] = {}
-        for series_id, t, v in self.db.execute(
-                f"SELECT p.series_id, p.t, p.value FROM series_points p JOIN series s"
-                f" ON s.id = p.series_id JOIN runs r ON r.id = s.run_id"
-                f" WHERE r.experiment_id IN ({marks}) ORDER BY p.series_id, p.t", ids):
-            points.setdefault(series_id, []).append((t, v))
         out: dict[int, list[Series]] = {}
-        for sid, run_id, name, unit, tags in self.db.execute(
-                f"SELECT s.id, s.run_id, s.name, s.unit, s.tags FROM series s JOIN runs r"
-                f" ON r.id = s.run_id WHERE r.experiment_id IN ({marks})", ids):
-            out.setdefault(run_id, []).append(
-                Series(name, unit, tuple(points.get(sid, ())), json.loads(tags)))
+        for run_id, name, unit, tags, points in self.db.execute(
+                f"SELECT s.run_id, s.name, s.unit, s.tags, s.points FROM series s JOIN runs r"
+                f" ON r.id = s.run_id WHERE r.experiment_id IN ({marks}) ORDER BY s.id", ids):
+            pairs = tuple((float(t), float(v)) for t, v in json.loads(points))
+            out.setdefault(run_id, []).append(Series(name, unit, pairs, json.loads(tags)))
         return out
 
     def _histograms_by_run(self, marks: str, ids: list[int]) -> dict[int, list[Histogram]]:

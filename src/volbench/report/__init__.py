@@ -6,7 +6,7 @@ from typing import Protocol
 
 from volbench.report.charts_export import write_charts
 from volbench.report.csvout import CsvExporter
-from volbench.report.data import Report, build
+from volbench.report.data import Report, RunExport, build, needed_metrics
 from volbench.report.html import HtmlExporter
 from volbench.report.jsonout import JsonExporter
 from volbench.report.markdown import MarkdownExporter
@@ -30,4 +30,5 @@ def render(report: Report, fmt: str, options: ReportOptions | None = None) -> st
     return EXPORTERS[fmt].render(report, options or ReportOptions())
 
 
-__all__ = ["EXPORTERS", "Exporter", "Report", "ReportOptions", "build", "render", "write_charts"]
+__all__ = ["EXPORTERS", "Exporter", "Report", "ReportOptions", "RunExport", "build",
+           "needed_metrics", "render", "write_charts"]

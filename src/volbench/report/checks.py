@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench import metricinfo as metrics
-from volbench.model import Params, RunResult, Series, Status
+from volbench.model import Params, RunResult, Series, Status, TargetRow
 from volbench.report.cases import MIN_RUNS, CaseSummary
 from volbench.stats import Stall, StatisticsInputError, stalls
-from volbench.store import TargetRow
 from volbench.units import format_size, format_value
 
 # The devices must have moved at least this share of the workload's bytes; below it the

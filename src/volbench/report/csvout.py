@@ -24,6 +24,13 @@ class CsvExporter:
         exp_name = report.experiments[-1].name if report.experiments else ""
         wanted = set(options.metrics) if options.metrics and "all" not in options.metrics \
             else None
+        if report.export is not None:  # every metric, streamed (the runs may hold fewer)
+            for target, workload, params, rep, name, value, unit, tags, note in \
+                    report.export.metric_rows():
+                if wanted is None or name in wanted:
+                    writer.writerow((exp_name, target, workload, params, rep, name,
+                                     "" if value is None else repr(value), unit, tags, note))
+            return buf.getvalue()
         for run in measured(report.runs):
             for m in run.metrics:
                 if wanted is not None and m.name not in wanted:

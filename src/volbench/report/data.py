@@ -8,21 +8,45 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench.metricinfo import HEADLINE
-from volbench.model import RunResult, Status
+from volbench.metricinfo import HEADLINE, selected
+from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow
 from volbench.report import checks, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import MergedPercentiles, merged_percentiles
 from volbench.report.verdicts import VerdictRow
-from volbench.store import ExperimentRow, TargetRow
 
-__all__ = ["HEADLINE", "CaseSummary", "Report", "build", "measured", "summarize_runs"]
+__all__ = ["HEADLINE", "CaseSummary", "Report", "RunExport", "build", "measured",
+           "needed_metrics", "summarize_runs"]
+
+MetricRow = tuple[str, str, str, int, str, float | None, str, str, str]
+
+
+@dataclass(frozen=True)
+class RunExport:
+    """Every metric of every run, streamed by whoever keeps the runs (the store), for the
+    CSV and JSON exporters. A report computes with runs that may carry only the metrics
+    it shows (`needed_metrics`); on 100 000 runs the full set is millions of values, far
+    too many to hold as objects (bench/report_scale.py).
+
+    `runs_json` yields each run as a JSON object in the report's run shape, in the order
+    of `Report.runs`; `metric_rows` yields (target, workload, params JSON, repetition,
+    name, value, unit, tags JSON, note) of finished measured runs, in run order.
+    """
+
+    runs_json: Callable[[], Iterable[str]]
+    metric_rows: Callable[[], Iterable[MetricRow]]
+
+
+def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
+    """Metric names a report needs of each run: those it shows, and io_bytes for the
+    "did the disk do the work?" check."""
+    return {name for name, unit in kinds if selected(name, unit, options.metrics)} | {"io_bytes"}
 
 
 @dataclass
@@ -40,6 +64,7 @@ class Report:
     io_checks: dict[int, IoCheck] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
     options: ReportOptions = field(default_factory=ReportOptions)
+    export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _targets: list[str] = field(default_factory=list, repr=False)
     _workloads: list[str] = field(default_factory=list, repr=False)
@@ -99,28 +124,34 @@ def case_counts(runs: Sequence[RunResult]) -> dict[tuple[str, str, str], int]:
 
 
 def build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list[RunResult],
-          options: ReportOptions | None = None) -> Report:
+          options: ReportOptions | None = None, *,
+          totals: Sequence[CaseHistogram] | None = None,
+          export: RunExport | None = None) -> Report:
+    """The report of `runs`; `totals` are the per-case histograms if already summed (the
+    store keeps them), `export` streams the complete per-run data for CSV and JSON."""
     # Building allocates millions of small objects on a large database, and the cyclic
     # collector would rescan the whole heap again and again (100 000 runs: 20.5 s with it,
     # about 15 s without). Nothing here creates reference cycles.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build(experiments, targets, runs, options or ReportOptions())
+        report = _build(experiments, targets, runs, options or ReportOptions(), totals)
+        report.export = export
+        return report
     finally:
         if enabled:
             gc.enable()
 
 
 def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list[RunResult],
-           options: ReportOptions) -> Report:
+           options: ReportOptions, totals: Sequence[CaseHistogram] | None) -> Report:
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
     report.baseline = verdicts.baseline_target(experiments, report.target_order())
     report.thresholds = verdicts.thresholds(experiments)
     report.verdicts = verdicts.against_baseline(report.summaries, report.baseline,
                                                 report.thresholds)
-    report.percentiles = merged_percentiles(runs)
+    report.percentiles = merged_percentiles(runs, totals)
     labels = {w: report.varying_params(w) for w in report.workloads()}
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:

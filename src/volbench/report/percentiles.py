@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.model import Params, RunResult, Status, canonical_json
-from volbench.stats import merge_histograms, percentile_from_histogram
+from volbench.model import CaseHistogram, Params, RunResult, Status, canonical_json
+from volbench.stats import percentiles_from_histogram
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 
@@ -33,12 +33,9 @@ class MergedPercentiles:
         return next((v for q, v in self.values if q == p), None)
 
 
-def merged_percentiles(
-    runs: Sequence[RunResult], percentiles: Sequence[float] = PERCENTILES
-) -> list[MergedPercentiles]:
-    # Counts are added per case in a tight loop first: 100 000 runs carry ~23 million
-    # bins, and merge_histograms validates every bin it sees. It then validates and sorts
-    # the per-case totals, which are the same numbers.
+def case_histograms(runs: Sequence[RunResult]) -> list[CaseHistogram]:
+    """Every finished measured run's histograms added up per case (when the store has not
+    done it already: the store keeps these totals as runs are saved)."""
     totals: dict[tuple[str, str, str, str, str], dict[float, int]] = {}
     first: dict[tuple[str, str, str, str, str], tuple[RunResult, str, Mapping[str, str]]] = {}
     counted: dict[tuple[str, str, str, str, str], int] = {}
@@ -60,25 +57,22 @@ def merged_percentiles(
             for value, count in h.bins:
                 acc[value] = get(value, 0) + count
             counted[key] = counted.get(key, 0) + 1
+    return [CaseHistogram(run.target, run.workload, run.params, key[3], unit, tags,
+                          counted[key], tuple(sorted(acc.items())))
+            for key, acc in totals.items() for run, unit, tags in (first[key],)]
+
+
+def merged_percentiles(runs: Sequence[RunResult],
+                       totals: Sequence[CaseHistogram] | None = None,
+                       percentiles: Sequence[float] = PERCENTILES) -> list[MergedPercentiles]:
+    """Percentiles of each case's merged histogram (from `totals` if given, else the runs)."""
     out = []
-    for key, acc in totals.items():
-        merged = merge_histograms([acc])
-        total = sum(merged.values())
+    for case in (totals if totals is not None else case_histograms(runs)):
+        total = sum(count for _, count in case.bins)
         if total == 0:
             continue
-        run, unit, tags = first[key]
-        values = tuple((p, percentile_from_histogram(merged, p)) for p in percentiles)
-        out.append(
-            MergedPercentiles(
-                run.target,
-                run.workload,
-                run.params,
-                key[3],
-                unit,
-                tags,
-                counted[key],
-                total,
-                values,
-            )
-        )
+        values = percentiles_from_histogram(dict(case.bins), percentiles)
+        out.append(MergedPercentiles(case.target, case.workload, case.params, case.name,
+                                     case.unit, case.tags, case.runs, total,
+                                     tuple(zip(percentiles, values, strict=True))))
     return out

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench import metricinfo as metrics
+from volbench.model import ExperimentRow
 from volbench.report.cases import CaseSummary
 from volbench.stats import Comparison, StatisticsInputError, Verdict, compare, verdict_text
-from volbench.store import ExperimentRow
 
 DEFAULT_THRESHOLD = 0.02
 

@@ -28,7 +28,11 @@ from volbench.stats.distributions import (
     t_sf,
     t_two_sided_p,
 )
-from volbench.stats.histogram import merge_histograms, percentile_from_histogram
+from volbench.stats.histogram import (
+    merge_histograms,
+    percentile_from_histogram,
+    percentiles_from_histogram,
+)
 from volbench.stats.outliers import modified_z_scores, outliers_mad
 from volbench.stats.ranks import MannWhitney, Spearman, mann_whitney, midranks, spearman
 from volbench.stats.series import Drift, Stall, drift, stalls
@@ -64,6 +68,7 @@ __all__ = [
     "normal_sf",
     "outliers_mad",
     "percentile_from_histogram",
+    "percentiles_from_histogram",
     "regularized_incomplete_beta",
     "runs_needed",
     "spearman",

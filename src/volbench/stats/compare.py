@@ -26,14 +26,19 @@ from __future__ import annotations
 
 import enum
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import fmean
 
 from volbench.stats.distributions import t_quantile, t_sf
 from volbench.stats.ranks import mann_whitney
 from volbench.stats.summary import Interval
-from volbench.stats.validation import StatisticsInputError, check_probability, finite_sample
+from volbench.stats.validation import (
+    StatisticsInputError,
+    check_probability,
+    finite_sample,
+    sample_variance,
+)
 from volbench.stats.welch import WelchTest, welch_t_test
 
 MIN_RUNS = 3
@@ -113,7 +118,7 @@ class _Effect:
 
 
 def _effect(candidate: list[float], baseline: list[float], threshold: float) -> _Effect:
-    baseline_mean = statistics.fmean(baseline)
+    baseline_mean = fmean(baseline)
     if all(v > 0.0 for v in candidate) and all(v > 0.0 for v in baseline):
         band = (math.log1p(-threshold), math.log1p(threshold))
         logs_c = [math.log(v) for v in candidate]
@@ -156,9 +161,9 @@ def _runs_to_decide(effect: _Effect, alpha: float, max_runs: int) -> int | None:
     Both the interval half-width and the t quantile shrink as n grows, so `_decides` is
     monotone in n and a bisection finds the boundary.
     """
-    difference = statistics.fmean(effect.candidate) - statistics.fmean(effect.baseline)
-    var_c = statistics.variance(effect.candidate)
-    var_b = statistics.variance(effect.baseline)
+    difference = fmean(effect.candidate) - fmean(effect.baseline)
+    var_c = sample_variance(effect.candidate)
+    var_b = sample_variance(effect.baseline)
 
     def decides(n: int) -> bool:
         return _decides(n, difference, var_c, var_b, effect.band, alpha)
@@ -249,7 +254,7 @@ def compare(
             estimate = _runs_to_decide(effect, alpha, max_runs)
             capped = estimate is None
             runs = max_runs if estimate is None else max(estimate, fewest + 1)
-    point = statistics.fmean(effect.candidate) - statistics.fmean(effect.baseline)
+    point = fmean(effect.candidate) - fmean(effect.baseline)
     return Comparison(
         verdict=verdict,
         higher_is_better=higher_is_better,

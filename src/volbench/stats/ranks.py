@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -43,7 +44,8 @@ class MannWhitney:
     exact: bool
 
 
-def _exact_u_counts(m: int, n: int) -> list[int]:
+@functools.lru_cache(maxsize=1024)
+def _exact_u_counts(m: int, n: int) -> tuple[int, ...]:
     """Number of orderings giving U = 0..m·n, for groups of m and n without ties.
 
     The generating function of U is the Gaussian binomial coefficient
@@ -58,7 +60,7 @@ def _exact_u_counts(m: int, n: int) -> list[int]:
             coefficients[k] -= coefficients[k - step]
         for k in range(i, size + 1):  # divide by (1 - q^i): a running sum with stride i
             coefficients[k] += coefficients[k - i]
-    return coefficients
+    return tuple(coefficients)  # cached: immutable
 
 
 def mann_whitney(first: Sequence[float], second: Sequence[float]) -> MannWhitney:

@@ -6,9 +6,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import fmean
 
 from volbench.stats.distributions import binomial_half_cdf, t_quantile
-from volbench.stats.validation import check_probability, finite_sample
+from volbench.stats.validation import check_probability, finite_sample, sample_variance
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,12 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     n = len(sample)
     if n < 2:
         return None
-    mean = statistics.fmean(sample)
-    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * statistics.stdev(sample) / math.sqrt(n)
+    mean = fmean(sample)
+    half = (
+        t_quantile((1.0 + confidence) / 2.0, n - 1)
+        * math.sqrt(sample_variance(sample))
+        / math.sqrt(n)
+    )
     return Interval(mean - half, mean + half, confidence)
 
 
@@ -102,8 +107,8 @@ def summarize(values: Sequence[float], *, confidence: float = 0.95) -> Summary:
     """Summarize repeated measurements of one metric; raises on empty or non-finite input."""
     sample = finite_sample(values)
     check_probability(confidence, "confidence")
-    mean = statistics.fmean(sample)
-    stdev = statistics.stdev(sample) if len(sample) > 1 else 0.0
+    mean = fmean(sample)
+    stdev = math.sqrt(sample_variance(sample)) if len(sample) > 1 else 0.0
     return Summary(
         n=len(sample),
         mean=mean,

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import fmean
 
 from volbench.stats.distributions import t_quantile, t_two_sided_p
-from volbench.stats.validation import StatisticsInputError, check_probability, finite_sample
+from volbench.stats.validation import (
+    StatisticsInputError,
+    check_probability,
+    finite_sample,
+    sample_variance,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,8 @@ def welch_t_test(first: Sequence[float], second: Sequence[float]) -> WelchTest:
             f"Welch's t test needs at least 2 values per group, got {len(a)} and {len(b)}; "
             "run more repetitions"
         )
-    var_a, var_b = statistics.variance(a), statistics.variance(b)
-    difference = statistics.fmean(a) - statistics.fmean(b)
+    var_a, var_b = sample_variance(a), sample_variance(b)
+    difference = fmean(a) - fmean(b)
     se = math.sqrt(var_a / len(a) + var_b / len(b))
     df = welch_satterthwaite_df(var_a, len(a), var_b, len(b))
     if se == 0.0:
