@@ -104,7 +104,13 @@ class ResourceError(VolbenchError):
 
 
 class ParseError(VolbenchError):
-    """Tool output that does not have the expected format."""
+    """Tool output that does not have the expected format.
+
+    `partial` may carry what could still be read (a model.Parsed), which the runner
+    keeps with the failed run.
+    """
+
+    partial: object = None
 
     def __init__(self, tool: str, source: str, detail: str) -> None:
         self.tool = tool

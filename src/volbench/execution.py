@@ -106,17 +106,25 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                          annotations=annotations)
     outputs = collect_outputs(inv, done)
     status, error, parsed = Status.OK, "", Parsed()
-    if done.timed_out:
-        status, error = Status.TIMEOUT, f"killed after the {inv.timeout:g} s timeout"
-    elif done.returncode != 0:
+    if done.returncode != 0:
         tail = " | ".join(key_lines(done.stderr or done.stdout))
         status, error = Status.FAILED, f"exit code {done.returncode}: {tail}"
-    else:
+    if done.timed_out:
+        status, error = Status.TIMEOUT, f"killed after the {inv.timeout:g} s timeout"
+    elif done.returncode == 0 or kind.partial_results:
         try:
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode))
         except VolbenchError as exc:
-            status, error = Status.FAILED, str(exc)
+            # What could still be read (the hosts that kept running) stays with the
+            # failed run; reports leave failed runs out of every statistic.
+            partial = getattr(exc, "partial", None)
+            if isinstance(partial, Parsed):
+                parsed = partial
+                error = f"{error}; {exc}" if error else str(exc)
+            elif not error:  # the exit code says more than "no output to parse"
+                error = str(exc)
+            status = Status.FAILED
     return RunResult(target, workload.name, params, repetition, status, done.started,
                      done.ended, warmup, argv=done.argv, exit_code=done.returncode,
                      error=error, parsed=parsed, outputs=outputs, annotations=annotations)

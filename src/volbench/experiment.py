@@ -28,11 +28,13 @@ from volbench import cgroups
 from volbench.disks import shared_device_problems
 from volbench.errors import ExperimentError, Problem
 from volbench.fields import Reader, did_you_mean
+from volbench.hosts import HostSpec, parse_hosts
 from volbench.lab.spec import LabSpec
 from volbench.lab.spec import parse_section as parse_lab_section
 from volbench.model import digest
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
+from volbench.targets.multihost import bind_hosts
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import WorkloadSpec
 
@@ -73,6 +75,8 @@ class Experiment:
     thresholds: dict[str, float] = field(default_factory=dict)
     # The document as loaded: stored with the results and hashed for --resume.
     document: dict[str, Any] = field(default_factory=dict)
+    # Load hosts (the `hosts:` section) that multi-host targets name.
+    hosts: tuple[HostSpec, ...] = ()
     # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it.
     lab: LabSpec | None = None
 
@@ -132,6 +136,8 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
     name = r.text("name", "experiment")
     targets, names = _targets(r, problems)
     workloads = _workloads(r)
+    hosts = parse_hosts(r)
+    targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
     repeat = _repeat(r)
     baseline = r.text("baseline", "") or None
     if baseline is not None and names and baseline not in names:
@@ -151,6 +157,7 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         description=r.text("description", ""),
         thresholds=_thresholds(r),
         document=document if isinstance(document, dict) else {},
+        hosts=hosts,
         lab=parse_lab_section(r),
     )
     if experiment.repeat.adaptive and experiment.order == "sequential":

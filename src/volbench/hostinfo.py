@@ -108,3 +108,31 @@ def capture(tool_names: list[str]) -> dict[str, Any]:
         "root": os.geteuid() == 0,
         "argv": sys.argv,
     }
+
+
+# Another load host's environment, read by one POSIX shell command run there (through
+# ssh or a namespace): `key=value` lines, parsed by parse_probe.
+REMOTE_PROBE = ["sh", "-c", (
+    'echo "hostname=$(hostname)"; echo "kernel=$(uname -r)"; echo "machine=$(uname -m)"; '
+    'echo "cpus=$(getconf _NPROCESSORS_ONLN)"; '
+    'echo "cpu=$(sed -n "s/^model name[[:space:]]*: //p" /proc/cpuinfo | head -n 1)"; '
+    'echo "memory_kb=$(sed -n "s/^MemTotal:[[:space:]]*\\([0-9]*\\) kB/\\1/p" /proc/meminfo)"; '
+    'echo "os=$(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME")"; '
+    'echo "fio=$(fio --version 2>/dev/null | head -n 1)"')]
+
+
+def parse_probe(text: str) -> dict[str, Any]:
+    """REMOTE_PROBE's output in the shape of capture()'s "checked" fields."""
+    raw = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    memory = raw.get("memory_kb", "")
+    cpus = raw.get("cpus", "")
+    return {
+        "hostname": raw.get("hostname", ""),
+        "kernel": raw.get("kernel", ""),
+        "machine": raw.get("machine", ""),
+        "os": raw.get("os", ""),
+        "cpu": raw.get("cpu", ""),
+        "cpus": int(cpus) if cpus.isdigit() else 0,
+        "memory_bytes": int(memory) * 1024 if memory.isdigit() else 0,
+        "tools": {"fio": raw.get("fio") or None},
+    }

@@ -116,8 +116,12 @@ def _preexec(cgroup_procs: str | None, who: _Identity) -> Callable[[], None]:
     return setup
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
+def _kill_group(pgid: int, reap: Callable[[], object] | None = None) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after a grace period.
+
+    `reap` collects the leader if it is our direct child (Popen.poll): an unreaped
+    leader is a zombie that keeps its group "alive" for the whole grace period.
+    """
     for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 0.0)):
         try:
             os.killpg(pgid, sig)
@@ -125,6 +129,8 @@ def _kill_group(pgid: int) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
+            if reap is not None:
+                reap()
             try:
                 os.killpg(pgid, 0)
             except ProcessLookupError:
@@ -275,7 +281,7 @@ class Background:
     def stop(self) -> int:
         """End the whole process group; returns the exit code."""
         if self.popen.poll() is None:
-            _kill_group(self.popen.pid)
+            _kill_group(self.popen.pid, self.popen.poll)
         code = self.popen.wait()
         _kill_group_quietly(self.popen.pid)
         if self.tracker is not None:

@@ -18,11 +18,13 @@ from volbench.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
 from volbench.targets import disk as disk_target
 from volbench.targets import image as image_target
+from volbench.targets import multihost as multihost_target
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 KINDS: dict[str, TargetKind] = {k.name: k for k in (
     directory.KIND, loopdisk.KIND, btrfs.KIND, zram.KIND,
     disk_target.KIND, image_target.KIND,
+    multihost_target.KIND,
 )}
 
 

@@ -124,5 +124,8 @@ class WorkloadKind:
     service_key: Callable[[Any, Params], str] = _whole_spec
     tools: tuple[str, ...] = ()
     needs_root: bool = False
+    # Parse the output even when the tool exits non-zero (a multi-host fio run where one
+    # server died): whatever the parser can read is kept with the failed run.
+    partial_results: bool = False
     # Working set in bytes for a case (compared with RAM), if the workload knows it.
     working_set: Callable[[Any, Params], int | None] = lambda spec, params: None

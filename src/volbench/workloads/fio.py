@@ -21,7 +21,9 @@ from volbench import units
 from volbench.errors import ParseError
 from volbench.fields import Reader, did_you_mean
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
+from volbench.services import fioservers
 from volbench.targets.base import Built
+from volbench.workloads import fioclient
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
@@ -151,6 +153,8 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
     """
     if spec.jobfile is not None:
         return []
+    if fioclient.clients(ctx) is not None:
+        return fioclient.layout(ctx, params)
     filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
@@ -161,6 +165,8 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
 
 
 def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
+    if fioclient.clients(ctx) is not None:
+        return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
@@ -179,6 +185,22 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
                       outputs={"fio.json": out}, output_globs=(f"{LOG_PREFIX}_*.log",))
+
+
+def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
+    """Client/server mode (a multi-host target): one job file per host, see fioclient."""
+    texts: dict[str, str] = {}
+    for client in fioclient.clients(ctx) or []:
+        if spec.jobfile is not None:
+            texts[client["host"]] = fioclient.user_job_text(spec.jobfile, client, spec.options)
+            continue
+        job = [(k, str(params[k])) for k in ("rw", "bs", "iodepth", "numjobs", "size",
+                                             "ioengine", "direct", "rwmixread") if k in params]
+        job += [("runtime", f"{params['runtime']:g}"), ("time_based", "1"),
+                ("group_reporting", "1")]
+        texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, spec.options)
+    timeout = 3600.0 if spec.jobfile is not None else 3 * float(params["runtime"]) + 120
+    return fioclient.command(ctx, texts, timeout)
 
 
 def estimate(spec: FioSpec, params: Params) -> float:
@@ -394,6 +416,8 @@ def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
 
 def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
     outputs = run.outputs
+    if fioclient.MANIFEST in outputs:  # client/server mode: results per host
+        return fioclient.parse(outputs, parse_json, parse_logs)
     if "fio.json" not in outputs:
         raise ParseError("fio", "run", "fio wrote no JSON output file")
     parsed = parse_json(outputs["fio.json"], "fio.json")
@@ -405,4 +429,5 @@ KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     tools=("fio",), working_set=working_set,
+    service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )
