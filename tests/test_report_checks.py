@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
 from pathlib import Path
 
+import pytest
+
 from test_report import load, make_db, make_run
 from volbench import metricinfo as metrics
 from volbench import report
+from volbench.cli import main
 from volbench.model import Histogram, Parsed, RunResult, Series, Status
 from volbench.report.options import ReportOptions
 from volbench.report.verdicts import VerdictRow
@@ -235,6 +239,18 @@ def test_device_doing_far_less_io_than_the_workload_is_flagged(tmp_path: Path) -
     md = report.render(rep, "markdown")
     assert "| 1 | a | w |  | 1 | ok | 5.0 s | r 1 % |  |" in md
     assert "| 4 | b | w |  | 1 | ok | 5.0 s | r 100 % |  |" in md
+
+
+def test_the_json_report_marks_the_flagged_runs_through_the_cli(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI streams every run's JSON from the store and splices the findings in."""
+    test_device_doing_far_less_io_than_the_workload_is_flagged(tmp_path)
+    assert main(["report", "--db", str(tmp_path / "x.db"), "--format", "json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [r["target"] for r in runs] == ["a", "a", "a", "b"]
+    assert [r.get("io_check", {}).get("short") for r in runs] == [["read"]] * 3 + [None]
+    assert runs[0]["io_check"]["device_bytes"]["read"] == 100 * 1024**2 // 100
+    assert {m["name"] for m in runs[3]["metrics"]} == {"iops", "io_bytes"}
 
 
 def test_failed_runs_and_targets_are_reported_not_averaged(tmp_path: Path) -> None:

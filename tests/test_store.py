@@ -91,11 +91,14 @@ def test_a_version_1_database_is_migrated_with_its_data(tmp_path: Path) -> None:
         (total,) = store.histogram_totals([1])
         runs = store.runs([1], series=True)
         kinds = store.metric_kinds([1])
+        exported = list(store.runs_json([1]))
         version = store.db.execute("PRAGMA user_version").fetchone()[0]
     assert version == schema.VERSION == 2
     assert total.runs == 2 and total.bins == ((1e-5, 3),)
     assert runs[0].parsed.series[0].points == ((1.0, 10.0), (2.0, 20.0))
     assert kinds == {("iops", "op/s")}
+    assert [json.loads(t)["metrics"] for t in exported] == [
+        [{"name": "iops", "value": 5.0, "unit": "op/s", "tags": {}}]] * 3
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path,

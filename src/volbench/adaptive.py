@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench.metricinfo import comparable, info, is_primary
-from volbench.model import RunResult, Status, canonical_json
+from volbench.model import RunResult, Status, canonical_json, params_key
 from volbench.stats import compare, is_decided
 
 _PERCENTILE = re.compile(r"_p\d+(\.\d+)?$")
@@ -51,7 +51,7 @@ def _values(runs: Sequence[RunResult], wanted: Sequence[str] | None = None
     for run in runs:
         if run.status is not Status.OK or run.warmup:
             continue
-        case = (run.workload, canonical_json(dict(run.params)), run.target)
+        case = (run.workload, params_key(run.params), run.target)
         per_metric = out.setdefault(case, {})
         for m in run.metrics:
             if m.value is None or not deciding(m.name, m.unit, wanted) or not comparable(

@@ -24,6 +24,27 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+_PARAMS_KEYS: dict[int, tuple[Any, str]] = {}
+
+
+def params_key(params: Params) -> str:
+    """canonical_json of a case's parameters, remembered per mapping object.
+
+    The runs of one case share one parameter mapping (the store hands them out that
+    way), so a report over 100 000 runs computes a few hundred keys instead of 100 000.
+    The cache holds the mapping itself, so its id cannot be reused while cached;
+    parameter mappings are never changed once made.
+    """
+    hit = _PARAMS_KEYS.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    key = canonical_json(dict(params))
+    if len(_PARAMS_KEYS) > 100_000:
+        _PARAMS_KEYS.clear()
+    _PARAMS_KEYS[id(params)] = (params, key)
+    return key
+
+
 def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench import metricinfo as metrics
-from volbench.model import Params, RunResult, Status, canonical_json
+from volbench.model import Params, RunResult, Status, canonical_json, params_key
 from volbench.stats import Drift, Summary, drift, modified_z_scores, outliers_mad, summarize
 
 # Below this many runs a case's spread is a guess (and compare() cannot decide).
@@ -45,7 +45,7 @@ class CaseSummary:
         return (
             self.target,
             self.workload,
-            canonical_json(dict(self.params)),
+            params_key(self.params),
             self.metric,
             canonical_json(dict(self.tags)),
         )
@@ -82,7 +82,7 @@ def summarize_runs(
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
-        params_key = canonical_json(dict(run.params))
+        case_params = params_key(run.params)
         for m in run.metrics:
             pick = chosen.get(m.name)
             if pick is None:
@@ -92,7 +92,7 @@ def summarize_runs(
             tags = tag_keys.get(id(m.tags))
             if tags is None:
                 tags = tag_keys[id(m.tags)] = canonical_json(dict(m.tags))
-            groups.setdefault((run.target, run.workload, params_key, m.name, tags), []).append(
+            groups.setdefault((run.target, run.workload, case_params, m.name, tags), []).append(
                 (run.started, run.repetition, index, float(m.value), m.unit, m.tags)
             )
     out: list[CaseSummary] = []

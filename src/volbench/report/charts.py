@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench import metricinfo as metrics
-from volbench.model import RunResult, Series, Status, canonical_json
+from volbench.model import RunResult, Series, Status, canonical_json, params_key
 from volbench.report import svg
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
@@ -52,7 +52,7 @@ def working_sets(runs: Sequence[RunResult]) -> dict[tuple[str, str], str]:
     """(workload, params) -> working-set label, from the runs' annotations or `size`."""
     out: dict[tuple[str, str], str] = {}
     for run in runs:
-        key = (run.workload, canonical_json(dict(run.params)))
+        key = (run.workload, params_key(run.params))
         if key in out:
             continue
         ws = run.annotations.get("working_set_bytes")
@@ -75,7 +75,7 @@ def bar_charts(report: Report, workload: str) -> list[Chart]:
             and metrics.info(s.metric, s.unit).chart is not None
             and metrics.is_primary(s.metric, s.unit)
         ):
-            size = sizes.get((workload, canonical_json(dict(s.params))), "")
+            size = sizes.get((workload, params_key(s.params)), "")
             by_metric.setdefault(s.metric, []).append((size, s))
     charts = []
     for metric in sorted(by_metric, key=metrics.rank):
@@ -179,7 +179,7 @@ def percentile_charts(report: Report, workload: str, limit: int) -> list[Chart]:
         (m for m in report.percentiles if m.workload == workload),
         key=lambda m: order.index(m.target) if m.target in order else len(order),
     ):
-        key = (canonical_json(dict(m.params)), m.name, canonical_json(dict(m.tags)))
+        key = (params_key(m.params), m.name, canonical_json(dict(m.tags)))
         label = case_label(m.params, report.varying_params(workload))
         tags = _tags_text(m.tags)
         meta[key] = (label, f"{m.name} {tags}".strip(), m.unit)
@@ -216,7 +216,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
         }
         for series in _preferred(run):
             tags = canonical_json(dict(series.tags))
-            key = (canonical_json(dict(run.params)), series.name, tags)
+            key = (params_key(run.params), series.name, tags)
             count = shown.get((run.target, *key), 0)
             if count >= options.max_series_runs:
                 continue

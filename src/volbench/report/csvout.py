@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from volbench.model import canonical_json
+from volbench.model import canonical_json, params_key
 from volbench.report.data import Report, measured
 from volbench.report.options import ReportOptions
 
@@ -36,7 +36,7 @@ class CsvExporter:
                 if wanted is not None and m.name not in wanted:
                     continue
                 writer.writerow((exp_name, run.target, run.workload,
-                                 canonical_json(dict(run.params)), run.repetition, m.name,
+                                 params_key(run.params), run.repetition, m.name,
                                  "" if m.value is None else repr(m.value), m.unit,
                                  canonical_json(dict(m.tags)), m.note))
         return buf.getvalue()

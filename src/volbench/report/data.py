@@ -6,14 +6,13 @@ them computes statistics of its own. Depends only on the result model and stats.
 
 from __future__ import annotations
 
-import gc
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from volbench.bulk import paused_gc
 from volbench.metricinfo import HEADLINE, selected
-from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow
+from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
 from volbench.report import checks, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
@@ -118,7 +117,7 @@ def case_counts(runs: Sequence[RunResult]) -> dict[tuple[str, str, str], int]:
     counts: dict[tuple[str, str, str], int] = {}
     for run in runs:
         if run.status is Status.OK and not run.warmup:
-            key = (run.target, run.workload, json.dumps(dict(run.params), sort_keys=True))
+            key = (run.target, run.workload, params_key(run.params))
             counts[key] = counts.get(key, 0) + 1
     return counts
 
@@ -132,15 +131,10 @@ def build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list
     # Building allocates millions of small objects on a large database, and the cyclic
     # collector would rescan the whole heap again and again (100 000 runs: 20.5 s with it,
     # about 15 s without). Nothing here creates reference cycles.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         report = _build(experiments, targets, runs, options or ReportOptions(), totals)
-        report.export = export
-        return report
-    finally:
-        if enabled:
-            gc.enable()
+    report.export = export
+    return report
 
 
 def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list[RunResult],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.model import CaseHistogram, Params, RunResult, Status, canonical_json
+from volbench.model import CaseHistogram, Params, RunResult, Status, canonical_json, params_key
 from volbench.stats import percentiles_from_histogram
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -43,12 +43,12 @@ def case_histograms(runs: Sequence[RunResult]) -> list[CaseHistogram]:
     for run in runs:
         if run.status is not Status.OK or run.warmup or not run.parsed.histograms:
             continue
-        params_key = canonical_json(dict(run.params))
+        case_params = params_key(run.params)
         for h in run.parsed.histograms:
             tags_key = tag_keys.get(id(h.tags))
             if tags_key is None:
                 tags_key = tag_keys[id(h.tags)] = canonical_json(dict(h.tags))
-            key = (run.target, run.workload, params_key, h.name, tags_key)
+            key = (run.target, run.workload, case_params, h.name, tags_key)
             acc = totals.get(key)
             if acc is None:
                 acc = totals[key] = {}

@@ -21,8 +21,12 @@ EXACT_SPEARMAN_MAX = 8
 
 def midranks(values: Sequence[float]) -> list[float]:
     """1-based ranks; tied values share the mean of the ranks they occupy."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
+    order = sorted(range(len(values)), key=values.__getitem__)
     ranks = [0.0] * len(values)
+    if len(set(values)) == len(values):  # no ties (measurements usually have none)
+        for rank, index in enumerate(order, 1):
+            ranks[index] = float(rank)
+        return ranks
     start = 0
     while start < len(order):
         end = start
