@@ -174,3 +174,41 @@ class Reader:
             where = f"{key}[{i}]" if isinstance(value, list) else key
             out.append(self._convert(where, item, convert, expected, placeholder))
         return out
+
+
+# Converters for matrix axes (Reader.axis): one value in, the typed value out, or a
+# ValueError whose message is what the user reads after the field's path.
+
+def flag(value: Any) -> bool:
+    """true/false (1 and 0 are accepted too: fio users write direct=1)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def whole(minimum: int, what: str = "a whole number") -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"expected {what}, at least {minimum}, got {value!r}")
+        return value
+
+    return convert
+
+
+def percent(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise ValueError(f"expected a percentage 0..100, got {value!r}")
+    return value
+
+
+def choice(options: Sequence[str]) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        if value not in options:
+            hint = did_you_mean(str(value), options)
+            raise ValueError(f"'{value}' is not one of: {', '.join(options)}"
+                             + (f" ({hint})" if hint else ""))
+        return str(value)
+
+    return convert

@@ -23,7 +23,7 @@ from typing import Any
 
 from volbench import hostinfo, units
 from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader
+from volbench.fields import Reader, flag, whole
 from volbench.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -112,25 +112,14 @@ def _mib_size(value: Any) -> str:
     return size_text(size)
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"expected a whole number (0 skips the test), got {value!r}")
-    return value
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
 def parse(r: Reader, name: str) -> BonnieSpec:
     matrix: dict[str, tuple[Scalar, ...]] = {
         "size": tuple(r.axis("size", "512M", _mib_size, "a size such as 512M", "512M")),
-        "files": tuple(r.axis("files", 16, _count, "a number of files in units of 1024", 16)),
-        "per_char": tuple(r.axis("per_char", False, _flag, "true or false", False)),
-        "direct": tuple(r.axis("direct", False, _flag, "true or false", False)),
-        "sync": tuple(r.axis("sync", False, _flag, "true or false", False)),
+        "files": tuple(r.axis("files", 16, whole(0, "a whole number (0 skips the test)"),
+                              "a number of files in units of 1024", 16)),
+        "per_char": tuple(r.axis("per_char", False, flag, "true or false", False)),
+        "direct": tuple(r.axis("direct", False, flag, "true or false", False)),
+        "sync": tuple(r.axis("sync", False, flag, "true or false", False)),
     }
     ram = r.size("ram", "256M")
     if ram % MIB or ram < MIB:

@@ -26,7 +26,7 @@ from typing import Any
 
 from volbench import units
 from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader
+from volbench.fields import Reader, choice, flag, whole
 from volbench.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -51,18 +51,6 @@ class DdSpec(WorkloadSpec):
     pass
 
 
-def _op(value: Any) -> str:
-    if value not in OPS:
-        raise ValueError(f"'{value}' is not one of: {', '.join(OPS)}")
-    return str(value)
-
-
-def _file(value: Any) -> str:
-    if value not in FILES:
-        raise ValueError(f"'{value}' is not one of: {', '.join(FILES)}")
-    return str(value)
-
-
 def _bs(value: Any) -> str:
     size = units.parse_size(value)
     if size < 512 or size % 512:
@@ -73,25 +61,14 @@ def _bs(value: Any) -> str:
     return units.format_size(size)
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected a whole number of blocks, at least 1, got {value!r}")
-    return value
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
 def parse(r: Reader, name: str) -> DdSpec:
     matrix: dict[str, tuple[Scalar, ...]] = {
-        "op": tuple(r.axis("op", ["write", "read"], _op, "write or read", "write")),
+        "op": tuple(r.axis("op", ["write", "read"], choice(OPS), "write or read", "write")),
         "bs": tuple(r.axis("bs", "1M", _bs, "a block size such as 1M", "1M")),
-        "count": tuple(r.axis("count", 256, _count, "a number of blocks", 256)),
-        "direct": tuple(r.axis("direct", True, _flag, "true or false", True)),
-        "file": tuple(r.axis("file", "reuse", _file, "reuse or fresh", "reuse")),
+        "count": tuple(r.axis("count", 256, whole(1, "a whole number of blocks"),
+                              "a number of blocks", 256)),
+        "direct": tuple(r.axis("direct", True, flag, "true or false", True)),
+        "file": tuple(r.axis("file", "reuse", choice(FILES), "reuse or fresh", "reuse")),
     }
     if "fresh" in matrix["file"] and "write" not in matrix["op"]:
         r.problem(

@@ -19,7 +19,7 @@ from typing import Any
 
 from volbench import units
 from volbench.errors import ParseError
-from volbench.fields import Reader, did_you_mean
+from volbench.fields import Reader, choice, flag, percent, whole
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.services import fioservers
 from volbench.targets.base import Built
@@ -47,39 +47,11 @@ def _fio_size(value: Any) -> str:
     return units.format_size(units.parse_size(value))
 
 
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
-    return value
-
-
-def _rw(value: Any) -> str:
-    if value not in RW:
-        hint = did_you_mean(str(value), RW)
-        raise ValueError(f"'{value}' is not one of: {', '.join(RW)}" + (f" ({hint})" if hint
-                                                                          else ""))
-    return str(value)
-
-
-def _percent(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
-        raise ValueError(f"expected a percentage 0..100, got {value!r}")
-    return value
-
-
 def _seconds(value: Any) -> float:
     seconds = units.parse_duration(value)
     if seconds <= 0:
         raise ValueError("must be longer than 0 s")
     return seconds
-
-
-def _flag(value: Any) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if value in (0, 1):
-        return int(value)
-    raise ValueError(f"expected true or false, got {value!r}")
 
 
 def parse(r: Reader, name: str) -> FioSpec:
@@ -92,17 +64,17 @@ def parse(r: Reader, name: str) -> FioSpec:
         r.finish()
         return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options)
     matrix: dict[str, tuple[Scalar, ...]] = {
-        "rw": tuple(r.axis("rw", "randread", _rw, "an fio rw mode", "randread")),
+        "rw": tuple(r.axis("rw", "randread", choice(RW), "an fio rw mode", "randread")),
         "bs": tuple(r.axis("bs", "4k", _fio_size, "a block size such as 4k", "4k")),
-        "iodepth": tuple(r.axis("iodepth", 1, _positive_int, "a whole number", 1)),
-        "numjobs": tuple(r.axis("numjobs", 1, _positive_int, "a whole number", 1)),
+        "iodepth": tuple(r.axis("iodepth", 1, whole(1), "a whole number", 1)),
+        "numjobs": tuple(r.axis("numjobs", 1, whole(1), "a whole number", 1)),
         "size": tuple(r.axis("size", "256M", _fio_size, "a size such as 1G", "256M")),
         "runtime": tuple(r.axis("runtime", "10s", _seconds, "a duration such as 10s", 10.0)),
         "ioengine": tuple(r.axis("ioengine", "libaio", str, "an fio ioengine", "libaio")),
-        "direct": tuple(r.axis("direct", True, _flag, "true or false", 1)),
+        "direct": tuple(r.axis("direct", True, lambda v: int(flag(v)), "true or false", 1)),
     }
     if r.has("rwmixread"):
-        matrix["rwmixread"] = tuple(r.axis("rwmixread", 50, _percent, "a percentage", 50))
+        matrix["rwmixread"] = tuple(r.axis("rwmixread", 50, percent, "a percentage", 50))
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader
+from volbench.fields import Reader, flag
 from volbench.model import Metric, Params, Parsed, Scalar
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
@@ -39,16 +38,10 @@ class HdparmSpec(WorkloadSpec):
     pass
 
 
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
 def parse(r: Reader, name: str) -> HdparmSpec:
     matrix: dict[str, tuple[Scalar, ...]] = {
-        "direct": tuple(r.axis("direct", False, _flag, "true or false", False)),
-        "cached": tuple(r.axis("cached", True, _flag, "true or false", True)),
+        "direct": tuple(r.axis("direct", False, flag, "true or false", False)),
+        "cached": tuple(r.axis("cached", True, flag, "true or false", True)),
     }
     r.finish()
     return HdparmSpec(name, "hdparm", matrix)

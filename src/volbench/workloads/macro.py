@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader
+from volbench.fields import Reader, flag
 from volbench.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -89,16 +89,10 @@ def _files(value: Any) -> int:
     return value
 
 
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
 def parse_smallfiles(r: Reader, name: str) -> SmallfilesSpec:
     matrix: dict[str, tuple[Scalar, ...]] = {
         "files": tuple(r.axis("files", 5000, _files, "a number of files", 5000)),
-        "sync": tuple(r.axis("sync", True, _flag, "true or false", True)),
+        "sync": tuple(r.axis("sync", True, flag, "true or false", True)),
     }
     spec = SmallfilesSpec(name, "smallfiles", matrix, seed=r.integer("seed", 1, minimum=0))
     r.finish()
