@@ -10,7 +10,9 @@ from typing import Any
 
 from volbench.cgroups import Limits
 from volbench.fields import Reader
+from volbench.filesystems import FsSpec, make_and_mount
 from volbench.journal import Scope
+from volbench.mounts import mount_info
 from volbench.recipe import Recipe
 
 
@@ -66,3 +68,15 @@ class TargetKind:
     tools: tuple[str, ...] = ()
     # How many targets it may be built on (`on:`): (minimum, maximum).
     on_count: tuple[int, int] = (0, 0)
+
+
+def present(ctx: BuildContext, spec: TargetSpec, fs: FsSpec, device: str, devices: list[str],
+            info: dict[str, Any]) -> Built:
+    """The Built of a layout that ends in one block device: formatted and mounted, or the
+    raw device itself (fs: none)."""
+    if not fs.mounted:
+        return Built(spec.name, spec.type, path=None, block_device=device, devices=devices,
+                     info=info)
+    mnt = make_and_mount(ctx.scope, ctx.recipe, fs, [device], ctx.workdir / "mnt")
+    info["mount"] = mount_info(mnt)
+    return Built(spec.name, spec.type, path=mnt, block_device=device, devices=devices, info=info)

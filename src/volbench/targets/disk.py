@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from volbench.cgroups import Limits
 from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable_problem
 from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount, parse_fs
-from volbench.mounts import mount_info
-from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.filesystems import FsSpec, parse_fs
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
 @dataclass(frozen=True)
@@ -50,21 +49,7 @@ def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
 def build(spec: DiskSpec, ctx: BuildContext) -> Iterator[Built]:
     disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
     info: dict[str, object] = {"fs": spec.fs.fs, "disk": disk.as_info()}
-    if not spec.fs.mounted:
-        yield Built(
-            spec.name,
-            spec.type,
-            path=None,
-            block_device=disk.device,
-            devices=[disk.device],
-            info=info,
-        )
-        return
-    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [disk.device], ctx.workdir / "mnt")
-    info["mount"] = mount_info(mnt)
-    yield Built(
-        spec.name, spec.type, path=mnt, block_device=disk.device, devices=[disk.device], info=info
-    )
+    yield present(ctx, spec, spec.fs, disk.device, [disk.device], info)
 
 
 KIND = TargetKind(

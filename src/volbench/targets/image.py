@@ -32,9 +32,9 @@ from volbench.cgroups import Limits
 from volbench.devices import attach_loop, create_image
 from volbench.errors import ResourceError
 from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.filesystems import FsSpec, parse_fs
 from volbench.mounts import make_tree, mount_info
-from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 ALLOCATIONS = ("thin", "thick", "eager")
 
@@ -133,14 +133,7 @@ def build(spec: ImageSpec, ctx: BuildContext) -> Iterator[Built]:
     }
     if on_info:
         info["on"] = on_info
-    if not spec.fs.mounted:
-        yield Built(
-            spec.name, spec.type, path=None, block_device=device, devices=[device], info=info
-        )
-        return
-    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [device], ctx.workdir / "mnt")
-    info["mount"] = mount_info(mnt)
-    yield Built(spec.name, spec.type, path=mnt, block_device=device, devices=[device], info=info)
+    yield present(ctx, spec, spec.fs, device, [device], info)
 
 
 def _space(spec: ImageSpec) -> int:

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from volbench.cgroups import Limits
 from volbench.devices import attach_loop, create_image
 from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount, parse_fs
-from volbench.mounts import mount_info
-from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.filesystems import FsSpec, parse_fs
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 # mkfs refuses smaller devices (xfsprogs 6: "Filesystem must be larger than 300MB").
 MIN_SIZE = {"xfs": 300 * 2**20, "ext4": 16 * 2**20, "btrfs": 128 * 2**20}
@@ -45,13 +44,7 @@ def build(spec: LoopdiskSpec, ctx: BuildContext) -> Iterator[Built]:
                          preallocate=spec.preallocate)
     device = attach_loop(ctx.scope, ctx.recipe, image)
     info: dict[str, object] = {"fs": spec.fs.fs, "image": str(image), "size": spec.size}
-    if not spec.fs.mounted:
-        yield Built(spec.name, spec.type, path=None, block_device=device, devices=[device],
-                    info=info)
-        return
-    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [device], ctx.workdir / "mnt")
-    info["mount"] = mount_info(mnt)
-    yield Built(spec.name, spec.type, path=mnt, block_device=device, devices=[device], info=info)
+    yield present(ctx, spec, spec.fs, device, [device], info)
 
 
 KIND = TargetKind("loopdisk", "one file-backed loop disk (direct I/O), formatted and mounted",

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from volbench.cgroups import Limits
 from volbench.devices import create_zram
 from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount, parse_fs
-from volbench.mounts import mount_info
-from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.filesystems import FsSpec, parse_fs
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
 @dataclass(frozen=True)
@@ -32,13 +31,7 @@ def build(spec: ZramSpec, ctx: BuildContext) -> Iterator[Built]:
     device = create_zram(ctx.scope, ctx.recipe, spec.size, spec.algorithm)
     info: dict[str, object] = {"fs": spec.fs.fs, "size": spec.size,
                                "note": "data compressibility decides zram's speed"}
-    if not spec.fs.mounted:
-        yield Built(spec.name, spec.type, path=None, block_device=device, devices=[device],
-                    info=info)
-        return
-    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [device], ctx.workdir / "mnt")
-    info["mount"] = mount_info(mnt)
-    yield Built(spec.name, spec.type, path=mnt, block_device=device, devices=[device], info=info)
+    yield present(ctx, spec, spec.fs, device, [device], info)
 
 
 KIND = TargetKind("zram", "a compressed RAM disk", parse, build, tools=("mkfs.ext4",))
