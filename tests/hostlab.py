@@ -183,3 +183,32 @@ def fio_servers(address: str) -> list[int]:
             ):
                 found.append(int(entry.name))
     return found
+
+
+def processes_in(netns: str) -> list[int]:
+    """PIDs of processes inside the network namespace `netns` (its nsfs inode)."""
+    try:
+        inode = (NETNS_DIR / netns).stat().st_ino
+    except OSError:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "ns" / "net").stat().st_ino == inode:
+                    found.append(int(entry.name))
+    return found
+
+
+def tcp_listening() -> set[tuple[str, int]]:
+    """(address, port) of every listening TCP socket in this machine's own namespace."""
+    from volbench.services.pgclients import proc_net_address
+
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            cols = row.split()
+            if len(cols) > 3 and cols[3] == "0A":  # LISTEN
+                address, port = cols[1].split(":")
+                found.add((proc_net_address(address), int(port, 16)))
+    return found

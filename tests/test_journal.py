@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,20 @@ def test_a_truncated_last_line_is_ignored(tmp_path: Path) -> None:
         '{"op": "add", "id": 2, "ki')
     (left,) = journal.read_leftovers(directory)
     assert [e.id for e in left.entries] == [1]
+
+
+def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
+    """A SIGKILLed volbench is a zombie until reaped: its journal is already orphaned."""
+    script = ("from volbench import journal; import os, sys\n"
+              "j = journal.Journal.create('dead')\n"
+              "j.add('file', path='" + str(tmp_path / "z.img") + "')\n"
+              "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+              "os.kill(os.getpid(), 9)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "Z":
+        assert time.monotonic() < deadline
+    leftovers = journal.read_leftovers()  # child not reaped yet: a zombie
+    assert [left.owner_pid for left in leftovers] == [child.pid]
+    child.wait()

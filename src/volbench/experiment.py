@@ -37,6 +37,7 @@ from volbench.targets.base import TargetSpec
 from volbench.targets.multihost import bind_hosts
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import WorkloadSpec
+from volbench.workloads.pgbench_hosts import bind_client_hosts
 
 ORDERS = ("interleaved", "shuffled", "sequential")
 DEFAULT_WORKDIR = Path("/var/tmp/volbench")
@@ -138,6 +139,7 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
     workloads = _workloads(r)
     hosts = parse_hosts(r)
     targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
+    workloads = bind_client_hosts(workloads, hosts, problems)
     repeat = _repeat(r)
     baseline = r.text("baseline", "") or None
     if baseline is not None and names and baseline not in names:

@@ -209,6 +209,14 @@ class Leftover:
 
 
 def _owner_alive(pid: int, start: int | None) -> bool:
+    """The journal's owner still runs: same PID and start time, and not a zombie (a killed
+    volbench is a zombie until its parent reaps it; its journal is already orphaned)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat[stat.rindex(")") + 2:].split()[0] == "Z":
+        return False
     ticks = process_start_ticks(pid)
     return ticks is not None and (start is None or ticks == start)
 

@@ -80,6 +80,10 @@ KNOWN: dict[str, MetricInfo] = {
     "latency_p99": MetricInfo("p99 latency (per run)", False),
     "init_time": MetricInfo("init time", False, "time"),
     "failed": MetricInfo("failed transactions", None),
+    # pgbench from several hosts: how far apart the hosts' load began and ended (a check
+    # on the run, not a speed).
+    "start_skew": MetricInfo("spread of the hosts' first transactions", None, detail=True),
+    "end_skew": MetricInfo("spread of the hosts' last transactions", None, detail=True),
     # macro jobs (seed 003: "other" = real - user - sys, the time spent waiting for I/O)
     "real": MetricInfo("real time", False, "time"),
     "user": MetricInfo("user CPU time", None),

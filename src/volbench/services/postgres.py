@@ -8,7 +8,10 @@ The life of a cluster (every step journaled, see journal.py):
 3. `postgres -D DATA` runs as postgres inside the target's blkio cgroup, so the server's
    own I/O (WAL fsyncs, checkpoints, reads) is throttled as the disk class says (proc
    joins the cgroup before dropping to the postgres user). No TCP
-   (`listen_addresses=''`): clients reach it only through the private socket directory;
+   (`listen_addresses=''`): clients reach it only through the private socket directory.
+   The one exception is `TcpAccess` (pgbench from other hosts): the server then listens
+   on exactly the given addresses, pg_hba.conf lets in exactly the given client addresses
+   (trust, one host each, never a network);
 4. the stop is SIGQUIT to the postmaster, what `pg_ctl stop -m immediate` sends: a
    shutdown checkpoint is wasted on a cluster about to be deleted. Then the data
    directory and the private directory go.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import ipaddress
 import json
 import os
 import pwd
@@ -98,6 +102,35 @@ def setting_problem(name: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class TcpAccess:
+    """TCP for clients on other hosts: the addresses the server listens on (never a
+    wildcard) and the client addresses pg_hba.conf admits (trust, each a single host)."""
+
+    listen: tuple[str, ...]
+    clients: tuple[str, ...]
+
+    def hba_lines(self) -> list[str]:
+        """pg_hba.conf: the unix socket for volbench itself, TCP only from the clients."""
+        lines = ["# volbench: the private unix socket, and TCP from the client hosts only",
+                 "local all all trust"]
+        for client in self.clients:
+            bits = ipaddress.ip_address(client).max_prefixlen
+            lines.append(f"host all all {client}/{bits} trust")
+        return lines
+
+
+def tcp_problem(address: str) -> str | None:
+    """Why an address cannot be a listen or client address, or None."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"'{address}' is not an IP address"
+    if ip.is_unspecified:
+        return f"{address} means every address; give one address of this machine"
+    return None
+
+
+@dataclass(frozen=True)
 class Server:
     """A running cluster: where clients reach it and what it is."""
 
@@ -120,9 +153,11 @@ class Server:
 
 
 @contextmanager
-def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path
-            ) -> Iterator[Server]:
-    """Create, start and (always) stop and delete a cluster with its data on `built`."""
+def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
+            tcp: TcpAccess | None = None) -> Iterator[Server]:
+    """Create, start and (always) stop and delete a cluster with its data on `built`.
+
+    With `tcp` the server also listens on those addresses for those clients only."""
     if os.geteuid() != 0:
         raise ResourceError("the PostgreSQL server runs as the postgres user, which only "
                             "root can start: run volbench as root")
@@ -140,12 +175,17 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path
                 "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"],
                timeout=300, user=PG_USER, cwd=home,
                hint="see the initdb message above; the data directory is on the target")
+    if tcp is not None:
+        _write_hba(datadir, tcp, recipe)
     entry = scope.add("postgres", datadir=str(datadir), home=str(home))
     server: proc.Background | None = None
     try:
         server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
-                              built, scope, entry, recipe)
+                              built, scope, entry, recipe, tcp)
         info = _describe(bindir, home, port, config, built)
+        if tcp is not None:
+            info["tcp"] = {"listen_addresses": list(tcp.listen), "port": port,
+                           "pg_hba": tcp.hba_lines()[1:]}
         info.update(datadir=str(datadir), port=port, pid=server.pid, recipe=recipe.steps)
         (home / FACTS).write_text(json.dumps(info, indent=1, sort_keys=True))
         yield Server(datadir, home, port, server.pid, bindir, info)
@@ -211,19 +251,22 @@ def free_port() -> int:
     raise ResourceError("no free port found for PostgreSQL; free some local ports")
 
 
-def _server_args(config: ClusterConfig, home: Path, port: int) -> list[str]:
-    fixed = {"listen_addresses": "", "unix_socket_directories": str(home / "sock"),
+def _server_args(config: ClusterConfig, home: Path, port: int, tcp: TcpAccess | None = None
+                 ) -> list[str]:
+    listen = ",".join(tcp.listen) if tcp is not None else ""
+    fixed = {"listen_addresses": listen, "unix_socket_directories": str(home / "sock"),
              "port": str(port)}
     return [arg for name, value in (*config.settings, *fixed.items())
             for arg in ("-c", f"{name}={value}")]
 
 
 def _start(argv: list[str], config: ClusterConfig, home: Path, built: Built, scope: Scope,
-           entry: Entry, recipe: Recipe) -> tuple[proc.Background, int]:
+           entry: Entry, recipe: Recipe, tcp: TcpAccess | None = None
+           ) -> tuple[proc.Background, int]:
     datadir = Path(entry.data["datadir"])
     for attempt in (1, 2, 3):
         port = free_port()
-        full = [*argv, *_server_args(config, home, port)]
+        full = [*argv, *_server_args(config, home, port, tcp)]
         scope.update(entry, port=port)
         server = proc.start(full, log=home / LOG, cwd=datadir, cgroup=built.cgroup,
                             user=PG_USER)
@@ -280,6 +323,17 @@ def _describe(bindir: Path, home: Path, port: int, config: ClusterConfig, built:
     return {"server_version": settings.get("server_version", ""), "settings": settings,
             "shared_buffers_bytes": shared_buffers, "ram_bytes": hostinfo.memory_bytes(),
             "cgroup": str(built.cgroup) if built.cgroup else None}
+
+
+def _write_hba(datadir: Path, tcp: TcpAccess, recipe: Recipe) -> None:
+    """Replace initdb's pg_hba.conf (which trusts 127.0.0.1 and ::1) with the clients only."""
+    for address in (*tcp.listen, *tcp.clients):
+        problem = tcp_problem(address)
+        if problem:
+            raise ResourceError(f"PostgreSQL cannot use TCP address {address}: {problem}")
+    hba = datadir / "pg_hba.conf"
+    hba.write_text("\n".join(tcp.hba_lines()) + "\n")  # keeps initdb's owner and mode
+    recipe.note(f"wrote {hba}: " + "; ".join(tcp.hba_lines()[1:]))
 
 
 def unit_bytes(unit: str) -> int:

@@ -12,6 +12,9 @@ Two modes (a matrix axis, `mode`):
 Latency percentiles come from pgbench's per-transaction logs (`-l`, optionally
 `--sampling-rate`): binned into a histogram (3 significant digits) that merges across
 repetitions. The per-second series comes from `-P 1`.
+
+With `clients_from: [host, …]` the measured runs come from several client hosts at
+once over TCP (see pgbench_hosts.py and services/pgclients.py).
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from volbench import hostinfo, units
+from volbench.errors import ParseError
 from volbench.fields import Reader
+from volbench.hosts import HostSpec
 from volbench.model import Histogram, Params, Parsed, Scalar, digest
-from volbench.services import postgres
+from volbench.services import pgclients, postgres
+from volbench.workloads import pgbench_hosts
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import (
     Invocation,
@@ -72,6 +78,12 @@ class PgbenchSpec(WorkloadSpec):
     log_sampling: float = 1.0
     # CHECKPOINT after every measured run, so no run pays for its predecessor's writes.
     checkpoint: bool = True
+    # Client hosts the measured runs come from (names from `hosts:`; resolved into
+    # client_hosts when the experiment is loaded), and the server address they use.
+    clients_from: tuple[str, ...] = ()
+    listen: str | None = None
+    client_hosts: tuple[HostSpec, ...] = ()
+    where: str = ""
 
 
 def scale_for_bytes(size: int) -> int:
@@ -213,10 +225,14 @@ def parse(r: Reader, name: str) -> PgbenchSpec:
     init_steps = r.text("init_steps", "")
     log_sampling = r.number("log_sampling", 1.0)
     _check_lists(r, [*options, *init_options], init_steps, log_sampling)
-    spec = PgbenchSpec(name, "pgbench", matrix, cluster=_cluster(r, max(clients)),
+    clients_from, listen = pgbench_hosts.parse_fields(r, [str(m) for m in matrix["mode"]])
+    # `clients` is per host: the server holds every host's connections.
+    per_server = max(clients) * max(1, len(clients_from))
+    spec = PgbenchSpec(name, "pgbench", matrix, cluster=_cluster(r, per_server),
                        init_steps=init_steps, init_options=tuple(init_options),
                        options=tuple(options), log_sampling=log_sampling,
-                       checkpoint=r.boolean("checkpoint", True))
+                       checkpoint=r.boolean("checkpoint", True), clients_from=clients_from,
+                       listen=listen, where=r.path)
     r.finish()
     return spec
 
@@ -274,10 +290,12 @@ def _facts(ctx: RunContext) -> dict[str, Path]:
 
 
 def setup_key(spec: PgbenchSpec, params: Params) -> str:
-    return f"{spec.cluster.key}/{database(spec, params)}"
+    return f"{service_key(spec, params)}/{database(spec, params)}"
 
 
 def service_key(spec: PgbenchSpec, params: Params) -> str:
+    if spec.clients_from:
+        return spec.cluster.key + pgbench_hosts.service_suffix(spec.clients_from, spec.listen)
     return spec.cluster.key
 
 
@@ -304,6 +322,8 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     """The measured pgbench. Like setup, the client stays out of the target's cgroup: the
     server already runs in it, and the cgroup's I/O counts then show the server's alone."""
     db = database(spec, params)
+    if spec.clients_from and params["mode"] == "run":
+        return _from_hosts(spec, params, ctx)
     if params["mode"] == "init":
         return Invocation(("pgbench", *_conn(ctx), *_init_args(spec, params), db),
                           timeout=_init_timeout(params), cwd=ctx.rundir, outputs=_facts(ctx),
@@ -315,7 +335,7 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     else:
         argv += ["-t", str(params["transactions"])]
         timeout = max(3600.0, int(params["clients"]) * int(params["transactions"]) * 0.05)
-    argv += ["-P", "1", "-l", f"--log-prefix={TXLOG}"]
+    argv += ["-P", "1", "-l", f"--log-prefix={ctx.service.get('log_prefix', TXLOG)}"]
     if spec.log_sampling < 1:
         argv.append(f"--sampling-rate={spec.log_sampling:g}")
     script = str(params["script"])
@@ -328,6 +348,30 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
                       output_globs=(f"{TXLOG}.*",), throttled=False)
 
 
+def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The driver that runs pgbench on every client host at once (pgbench_hosts.py).
+
+    The clients run with -n: the vacuum and history truncation each pgbench does at its
+    start are done once here first, so no host empties the history under the others."""
+    db = database(spec, params)
+    no_vacuum = any(o in ("-n", "--no-vacuum") for o in spec.options)
+    client = replace(spec, clients_from=(), options=spec.options if no_vacuum
+                     else ("-n", *spec.options))
+    sql = ["VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history"]
+    if any(o in ("-v", "--vacuum-all") for o in spec.options):
+        sql.append("VACUUM pgbench_accounts")
+    prepare = [] if no_vacuum else [[*_psql(ctx, db), *(a for q in sql for a in ("-c", q))]]
+    count = None
+    if not no_vacuum and params["script"] in pgbench_hosts.HISTORY_SCRIPTS \
+            and not any(o.startswith(("-b", "--builtin", "-f", "--file", "-S"))
+                        for o in spec.options):
+        count = [*_psql(ctx, db), "-At", "-c", "SELECT count(*) FROM pgbench_history"]
+    if pgbench_hosts.CLIENTS not in ctx.service:  # `volbench plan`: what each host runs
+        return command(client, params, replace(ctx, service={**ctx.service,
+                                                              "host": "<server-address>"}))
+    return pgbench_hosts.command(ctx, lambda c: command(client, params, c), prepare, count)
+
+
 def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation]:
     if not spec.checkpoint:
         return []
@@ -338,6 +382,11 @@ def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
 @contextmanager
 def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
                  ) -> Iterator[ServiceHandle]:
+    if spec.clients_from:
+        with pgclients.pgbench_clients(spec.cluster, spec.client_hosts, spec.listen,
+                                       ctx) as handle:
+            yield handle
+        return
     with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir) as server:
         yield ServiceHandle(server.values(), dict(server.info))
 
@@ -346,6 +395,13 @@ def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
 
 def parse_output(spec: PgbenchSpec, params: Params, run: RunOutput) -> Parsed:
     outputs = run.outputs
+    if run.exit_code != 0:
+        # Only the multi-host driver's results are read after a failure (partial_results).
+        raise ParseError("pgbench", "a failed run", f"exit code {run.exit_code}")
+    if spec.clients_from and params.get("mode") != "init":
+        aggregate = any(o.startswith("--aggregate-interval") for o in spec.options)
+        parsed = pgbench_hosts.parse_output(outputs, spec.log_sampling, aggregate)
+        return _with_cache(parsed, outputs, ("host", "all"))
     if params.get("mode") == "init":
         return parsing.parse_init(outputs.get("stderr", ""), "pgbench -i stderr")
     report = parsing.parse_run(outputs.get("stdout", ""), "pgbench stdout")
@@ -358,11 +414,19 @@ def parse_output(spec: PgbenchSpec, params: Params, run: RunOutput) -> Parsed:
     else:
         latency, histograms = parsing.latency_metrics(parsing.parse_txlogs(logs), spec.log_sampling)
         metrics += latency
+    return _with_cache(Parsed(tuple(metrics), series, histograms), outputs, None)
+
+
+def _with_cache(parsed: Parsed, outputs: Mapping[str, str], tag: tuple[str, str] | None
+                ) -> Parsed:
+    """db_size against RAM, and the `cached` note on the run's tps and latency_avg
+    (untagged, or the host=all totals)."""
     cache, note = parsing.cache_metrics(outputs.get("facts.json"), outputs.get("dbsize.txt"))
-    if note:
-        metrics = [replace(m, note="; ".join(filter(None, (m.note, note))))
-                   if m.name in ("tps", "latency_avg") and not m.tags else m for m in metrics]
-    return Parsed(tuple(metrics + cache), series, histograms)
+    want = {} if tag is None else dict([tag])
+    metrics = [replace(m, note="; ".join(filter(None, (m.note, note))))
+               if note and m.name in ("tps", "latency_avg") and dict(m.tags) == want else m
+               for m in parsed.metrics]
+    return Parsed(tuple(metrics + cache), parsed.series, parsed.histograms)
 
 
 def estimate(spec: PgbenchSpec, params: Params) -> float:
@@ -383,5 +447,5 @@ KIND = WorkloadKind(
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     after=after, service=open_service, service_key=service_key,
     tools=("pgbench", "initdb", "postgres", "psql"), needs_root=True,
-    working_set=working_set,
+    working_set=working_set, partial_results=True,
 )

@@ -1,0 +1,5 @@
+python -m volbench.jobs.multipgbench SPEC.json  # exit code 0; its output file is <case>.multipgbench.json
+# host a: pgbench -h 10.213.1.1 -p 48957 -U postgres -c 1 -j 1 -T 1 -P 1 -l --log-prefix=pgbench_txlog-1-a -b tpcb-like -n bench_s1
+# volbench experiment: loopdisk 1G xfs target, pgbench scale 1, clients 1, duration 1s, clients_from [a]
+# captured on this project's 2-core Debian 12 machine, pgbench/PostgreSQL 15.20, namespaces from tests/hostlab.py;
+# per-transaction logs stored as <case>.<log file name>
