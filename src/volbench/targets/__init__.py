@@ -18,13 +18,18 @@ from volbench.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
 from volbench.targets import disk as disk_target
 from volbench.targets import image as image_target
+from volbench.targets import iscsi as iscsi_target  # storage stacks: iscsi, lvm, mdraid, nfs
+from volbench.targets import lvm as lvm_target
+from volbench.targets import mdraid as mdraid_target
 from volbench.targets import multihost as multihost_target
+from volbench.targets import nfs as nfs_target
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 KINDS: dict[str, TargetKind] = {k.name: k for k in (
     directory.KIND, loopdisk.KIND, btrfs.KIND, zram.KIND,
     disk_target.KIND, image_target.KIND,
     multihost_target.KIND,
+    lvm_target.KIND, mdraid_target.KIND, nfs_target.KIND, iscsi_target.KIND,
 )}
 
 

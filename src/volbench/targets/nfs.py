@@ -1,0 +1,310 @@
+"""NFS: a server exporting a filesystem and a client mount of it, both on this machine.
+
+    - {name: store, type: disk, device: /dev/disk/by-id/virtio-d4, fs: xfs}
+    - {name: nfs4, type: nfs, on: [store], version: "4.2"}
+    - {name: nfs3, type: nfs, device: /dev/disk/by-id/virtio-d5, version: 3,
+       mount_options: [nconnect=2]}
+
+What is exported: a private folder (`volbench-nfs-<name>-<pid>`) on the mount of
+the target named in `on:`, or on a filesystem (`fs:`, default xfs) made on a disk
+of the NFS target's own (`device:`/`devices:` or `disks: 1`, as for `disk`). The
+folder is exported to 127.0.0.1 (`exportfs -o rw,sync,no_root_squash,
+no_subtree_check`: root must stay root for PostgreSQL's data directory) and
+mounted over loopback with `vers=`; NFSv4 exports get `fsid=0` and are mounted as
+`127.0.0.1:/` (the pseudo-root: in the lab the real `/` is 9p and not exportable),
+so one NFSv4 target exists at a time per machine (order: sequential for more).
+
+The server: if nfsd already runs (threads in /proc/fs/nfsd/threads), volbench only
+adds and removes its export. Otherwise it starts what a server needs, in the
+foreground and journaled, and stops it at teardown: rpcbind, rpc.statd (NFSv3
+locks), rpc.mountd, and `rpc.nfsd N` kernel threads (`rpc.nfsd 0` stops them).
+
+Caches: server and client share this kernel, so the runner's cache drop empties
+both before each run. With the server on another host it would need the
+multi-host work (each host drops its own). `limits:` cannot throttle NFS (nfsd's
+kernel threads do the disk I/O, outside any cgroup): use lab disk classes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from volbench import blockstack, daemons, proc, stackparse
+from volbench.cgroups import Limits
+from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable_problem
+from volbench.errors import CommandFailed, ResourceError
+from volbench.fields import Reader
+from volbench.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.journal import Scope, undoer
+from volbench.mounts import is_mounted, make_dir, make_tree, mount_info
+from volbench.recipe import Recipe
+from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.tools import require
+
+VERSIONS = ("3", "4", "4.0", "4.1", "4.2")
+CLIENT = "127.0.0.1"
+DEFAULT_EXPORT = ("rw", "sync", "no_root_squash", "no_subtree_check")
+NFSD = Path("/proc/fs/nfsd")
+TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class NfsSpec(TargetSpec):
+    # The NFS target's own disk when it is not built on another target.
+    source: DiskSource | None = None
+    fs: FsSpec = FsSpec("xfs")
+    version: str = "4.2"
+    export_options: tuple[str, ...] = DEFAULT_EXPORT
+    mount_options: tuple[str, ...] = ()
+    threads: int = 8
+
+    @property
+    def v4(self) -> bool:
+        return self.version.startswith("4")
+
+
+def parse_own_disk(r: Reader) -> DiskSource | None:
+    """`device:` / `devices:` / `disks:` for a target that may also be built `on:` another."""
+    if r.has("on"):
+        for key in ("device", "devices", "disks"):
+            if r.has(key):
+                r.raw(key)
+                r.problem(key, "give either on: or a disk of its own, not both")
+        return None
+    if r.has("device"):
+        path = r.text("device")
+        why = stable_problem(path) if path else None
+        if why:
+            r.problem("device", why)
+        return DiskSource((ListedDisk(path, r.boolean("wipe", False)),), count=1)
+    return parse_source(r, minimum=1, maximum=1)
+
+
+def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
+    if limits:
+        r.problem(
+            "limits",
+            "blkio limits cannot throttle NFS: nfsd's kernel threads do "
+            "the disk I/O outside any cgroup",
+            "use a lab disk class for the disk under it (docs/lab.md)",
+        )
+    source = parse_own_disk(r)
+    fs = parse_fs(r) if source is not None else FsSpec("xfs")
+    if source is not None and not fs.mounted:
+        r.problem("fs", "an NFS export needs a filesystem", "use fs: xfs or ext4")
+    raw = r.raw("version", "4.2")
+    version = str(raw)
+    if version not in VERSIONS:
+        r.problem(
+            "version",
+            f"'{raw}' is not one of: {', '.join(VERSIONS)}",
+            'quote it in YAML: version: "4.2"',
+        )
+        version = "4.2"
+    export = tuple(r.text_list("export_options", list(DEFAULT_EXPORT)))
+    if any(o.startswith("fsid=") for o in export) and version.startswith("4"):
+        r.problem("export_options", "volbench sets fsid=0 for NFSv4 itself", "remove fsid=")
+    mount = tuple(r.text_list("mount_options", []))
+    if any(o.startswith(("vers=", "nfsvers=")) for o in mount):
+        r.problem("mount_options", "the NFS version is set by version:", "remove vers=")
+    return NfsSpec(
+        name,
+        "nfs",
+        limits,
+        source=source,
+        fs=fs,
+        version=version,
+        export_options=export,
+        mount_options=mount,
+        threads=r.integer("threads", 8, minimum=1, maximum=256),
+    )
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+def _rpc_registered(program: str) -> bool:
+    done = proc.run(["rpcinfo", "-T", "tcp", CLIENT, program], timeout=30, check=False)
+    return done.returncode == 0
+
+
+def _registered(program: str) -> Callable[[], bool]:
+    return lambda: _rpc_registered(program)
+
+
+def nfsd_threads() -> int:
+    try:
+        return int((NFSD / "threads").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def ensure_server(scope: Scope, recipe: Recipe, spec: NfsSpec, logs: Path) -> dict[str, Any]:
+    """An NFS server on this machine: the one running, or one volbench starts."""
+    if not is_mounted(NFSD):
+        scope.add("nfsd-fs")
+        recipe.run(["mount", "-t", "nfsd", "nfsd", str(NFSD)], timeout=TIMEOUT)
+    if nfsd_threads() > 0:
+        return {"server": "already running", "threads": nfsd_threads()}
+    started = []
+    if not blockstack.tcp_listening(CLIENT, 111):
+        daemons.start(
+            scope,
+            recipe,
+            ["rpcbind", "-f"],
+            logs / "rpcbind.log",
+            lambda: blockstack.tcp_listening(CLIENT, 111),
+            what="rpcbind",
+        )
+        started.append("rpcbind")
+    for program, argv in (("status", ["rpc.statd", "-F"]), ("mountd", ["rpc.mountd", "-F"])):
+        if not _rpc_registered(program):
+            daemons.start(
+                scope, recipe, argv, logs / f"{argv[0]}.log", _registered(program), what=argv[0]
+            )
+            started.append(argv[0])
+    scope.add("nfsd-threads")
+    # A 10 s grace period instead of 90 s: a fresh server has no clients to wait for.
+    recipe.run(["rpc.nfsd", "-G", "10", str(spec.threads)], timeout=TIMEOUT)
+    started.append(f"rpc.nfsd {spec.threads}")
+    return {"server": "started by volbench", "started": started, "threads": nfsd_threads()}
+
+
+@undoer("nfsd-threads")
+def _undo_threads(data: Mapping[str, Any]) -> None:
+    if nfsd_threads() > 0:
+        proc.run(["rpc.nfsd", "0"], timeout=TIMEOUT)
+
+
+@undoer("nfsd-fs")
+def _undo_nfsd_fs(data: Mapping[str, Any]) -> None:
+    if is_mounted(NFSD) and nfsd_threads() == 0:
+        proc.run(["umount", str(NFSD)], timeout=TIMEOUT)
+
+
+# -- export and mount ------------------------------------------------------------------------
+
+
+def exports() -> list[stackparse.Export]:
+    done = proc.run(["exportfs", "-v"], timeout=TIMEOUT, check=False)
+    return stackparse.exportfs_v(done.stdout)
+
+
+def export(scope: Scope, recipe: Recipe, path: Path, options: tuple[str, ...]) -> None:
+    scope.add("nfs-export", client=CLIENT, path=str(path))
+    recipe.run(["exportfs", "-o", ",".join(options), f"{CLIENT}:{path}"], timeout=TIMEOUT)
+
+
+@undoer("nfs-export")
+def _undo_export(data: Mapping[str, Any]) -> None:
+    client, path = str(data["client"]), str(data["path"])
+    if any(e.client == client and e.path == path for e in exports()):
+        proc.run(["exportfs", "-u", f"{client}:{path}"], timeout=TIMEOUT)
+
+
+def nfs_mount(
+    scope: Scope, recipe: Recipe, source: str, mountpoint: Path, options: list[str]
+) -> None:
+    make_dir(scope, mountpoint)
+    scope.add("nfs-mount", mountpoint=str(mountpoint), source=source)
+    argv = ["mount", "-t", "nfs", "-o", ",".join(options), source, str(mountpoint)]
+    for attempt in range(3):  # a server that has just started may not answer at once
+        try:
+            recipe.run(argv, timeout=TIMEOUT)
+            return
+        except CommandFailed:
+            if attempt == 2:
+                raise
+            time.sleep(2.0)
+
+
+@undoer("nfs-mount")
+def _undo_nfs_mount(data: Mapping[str, Any]) -> None:
+    mountpoint = Path(data["mountpoint"])
+    if not is_mounted(mountpoint):
+        return
+    done = proc.run(["umount", str(mountpoint)], timeout=60, check=False)
+    if done.returncode != 0 and is_mounted(mountpoint):
+        # A server that is gone would make a plain umount hang on a hard mount.
+        proc.run(["umount", "-f", "-l", str(mountpoint)], timeout=60)
+
+
+def _exported_fs(spec: NfsSpec, ctx: BuildContext) -> tuple[Path, list[str], dict[str, Any]]:
+    """The filesystem to export: the `on:` target's mount, or one on our own disk."""
+    if spec.on:
+        base = ctx.deps[spec.on[0]]
+        if base.path is None:
+            raise ResourceError(
+                f"target {spec.name}: {base.name} ({base.type}) has no "
+                f"filesystem to export; give {base.name} fs: xfs"
+            )
+        return base.path, list(base.devices), {"target": base.name, "type": base.type}
+    assert spec.source is not None
+    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
+    mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [disk.device], ctx.workdir / "export-fs")
+    return mnt, [disk.device], {"disk": disk.as_info(), "fs": spec.fs.fs}
+
+
+@contextmanager
+def build(spec: NfsSpec, ctx: BuildContext) -> Iterator[Built]:
+    blockstack.require_feature("the NFS server (nfsd)", f"target {spec.name} (nfs)")
+    blockstack.require_feature("the NFS client", f"target {spec.name} (nfs)")
+    for tool in (
+        "exportfs",
+        "rpc.nfsd",
+        "rpc.mountd",
+        "rpc.statd",
+        "rpcbind",
+        "rpcinfo",
+        "mount.nfs",
+    ):
+        require(tool)
+    base, devices, exported_from = _exported_fs(spec, ctx)
+    options = spec.export_options
+    if spec.v4:
+        roots = [e for e in exports() if e.option("fsid") in ("0", "root")]
+        if roots:
+            raise ResourceError(
+                f"target {spec.name}: {roots[0].path} is already the NFSv4 root (fsid=0); "
+                "one NFSv4 target at a time: use order: sequential, or version: 3"
+            )
+        options = (*options, "fsid=0")
+    folder = make_tree(
+        ctx.scope, base / f"volbench-nfs-{blockstack.safe_name(spec.name)}-{os.getpid()}"
+    )
+    server = ensure_server(ctx.scope, ctx.recipe, spec, make_tree(ctx.scope, ctx.workdir / "logs"))
+    export(ctx.scope, ctx.recipe, folder, options)
+    source = f"{CLIENT}:/" if spec.v4 else f"{CLIENT}:{folder}"
+    mnt = ctx.workdir / "mnt"
+    nfs_mount(ctx.scope, ctx.recipe, source, mnt, [f"vers={spec.version}", *spec.mount_options])
+    info: dict[str, Any] = {
+        "version": spec.version,
+        "source": source,
+        "exported": str(folder),
+        "exported_from": exported_from,
+        "server": server,
+        "export": [e.__dict__ for e in exports() if e.path == str(folder)],
+        "mount": mount_info(mnt),
+        "caches": "server and client share this kernel: one cache drop empties both",
+        "summary": f"NFSv{spec.version} over loopback ({CLIENT})",
+    }
+    yield Built(spec.name, spec.type, path=mnt, block_device=None, devices=devices, info=info)
+
+
+KIND = TargetKind(
+    "nfs",
+    "an NFS export (of another target's filesystem, or of a disk of its own) mounted over "
+    "127.0.0.1, v3 or v4.x (needs nfsd: the lab VM)",
+    parse,
+    build,
+    loop_devices=lambda s: s.source.loop_devices if s.source else 0,
+    disk_space=lambda s: s.source.disk_space if s.source else 0,
+    on_count=(0, 1),
+    tools=("exportfs", "rpc.nfsd", "rpc.mountd", "rpcbind"),
+)

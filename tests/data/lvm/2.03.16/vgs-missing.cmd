@@ -1,0 +1,3 @@
+vgs --reportformat json --units b --nosuffix -o vg_name vbcap
+# after vgremove: an empty report, exit 5, the error on stderr
+# captured in the volbench lab VM (virtme-ng, Debian kernel 6.1.0-56-amd64, 1 GiB virtio lab disks c1..c4 = /dev/vda..vdd, LC_ALL unset)

@@ -1,0 +1,3 @@
+mdadm --detail /dev/md/vbc1
+# raid1 without --assume-clean, right after creation: resyncing
+# captured in the volbench lab VM (virtme-ng, Debian kernel 6.1.0-56-amd64, 1 GiB virtio lab disks c1..c4 = /dev/vda..vdd, LC_ALL unset)
