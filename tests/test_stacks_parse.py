@@ -15,7 +15,7 @@ from volbench import blockstack, daemons, journal, proc, stackparse
 from volbench.errors import ExperimentError, ParseError, ResourceError
 from volbench.experiment import parse_document
 from volbench.recipe import Recipe
-from volbench.targets import KINDS, BuildContext
+from volbench.targets import KINDS, BuildContext, nfs
 from volbench.targets.iscsi import IscsiSpec
 from volbench.targets.lvm import LvmSpec
 from volbench.targets.mdraid import MdSpec, create_argv
@@ -370,6 +370,41 @@ def test_nfs_and_iscsi_fields() -> None:
     assert "targets[4].mount_options: the NFS version is set by version:" in text
     assert "targets[5].portal: only a portal on this machine" in text
     assert "targets[6].on: type nfs is built on 0 to 1 targets, got 2" in text
+
+
+def test_nfs_client_in_a_namespace_fields() -> None:
+    hop = {"name": "hop", "type": "nfs", "on": ["store"], "client_netns": "vb1"}
+    exp = parse_document(
+        doc(
+            {"name": "store", "type": "disk", "device": D(1)},
+            {**hop, "server_address": "10.213.1.1"},
+        )
+    )
+    spec = exp.target("hop")
+    assert isinstance(spec, NfsSpec)
+    assert spec.client_netns == "vb1" and spec.server_address == "10.213.1.1"
+    # The mount runs with the namespace's network only: its mounts must stay ours.
+    assert nfs.in_client_netns(spec, ["mount", "x"]) == [
+        "nsenter",
+        "--net=/run/netns/vb1",
+        "mount",
+        "x",
+    ]
+    text = problems(
+        {"name": "store", "type": "disk", "device": D(1)},
+        hop,
+        {**hop, "name": "bad", "client_netns": "../x", "server_address": "nfs.example"},
+    )
+    assert "targets[1].server_address: client_netns needs the address" in text
+    assert "targets[2].client_netns: '../x' is not a network namespace name" in text
+    assert "targets[2].server_address: 'nfs.example' is not an IP address" in text
+
+
+def test_nfs_client_namespace_that_is_missing_is_named(tmp_path: Path) -> None:
+    spec = NfsSpec("hop", "nfs", client_netns="volbench-no-such-ns", server_address="10.0.0.1")
+    with pytest.raises(ResourceError, match="namespace volbench-no-such-ns does not exist"):
+        nfs.client_address(spec)
+    assert nfs.client_address(NfsSpec("lo", "nfs")) == "127.0.0.1"
 
 
 def test_kinds_are_registered_with_their_undo() -> None:

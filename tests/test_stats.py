@@ -641,6 +641,15 @@ def test_outliers_mad_threshold_is_respected() -> None:
         outliers_mad(values, threshold=0.0)
 
 
+def test_outliers_mad_min_relative_ignores_tiny_differences_of_tight_runs() -> None:
+    values = [496.89, 496.70, 496.90, 496.91, 496.90]  # a throttled disk: 0.04 % apart
+    assert outliers_mad(values) == [1]
+    assert outliers_mad(values, min_relative=0.01) == []
+    assert outliers_mad([500.0, 501.0, 500.5, 500.2, 400.0], min_relative=0.01) == [4]
+    with pytest.raises(ValueError):
+        outliers_mad(values, min_relative=-0.1)
+
+
 def test_outliers_mad_zero_mad_falls_back_to_mean_absolute_deviation() -> None:
     values = [5, 5, 5, 5, 6]  # MAD 0; MeanAD = 0.2; M = 1 / (1.253314·0.2) = 3.99
     assert modified_z_scores(values)[4] == pytest.approx(1 / (1.253314 * 0.2))

@@ -25,6 +25,7 @@ machine) connects. Shape:
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -40,6 +41,25 @@ NETNS_DIR = Path("/run/netns")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
 _NETNS = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$")
+
+
+def valid_netns(name: str) -> bool:
+    """A name `ip netns add` accepts (and that cannot climb out of /run/netns)."""
+    return bool(_NETNS.match(name)) and name not in (".", "..")
+
+
+def route_source(text: str) -> str | None:
+    """The source address in `ip -j route get ADDRESS` output (`prefsrc`), if any."""
+    try:
+        routes = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(routes, list):
+        return None
+    for route in routes:
+        if isinstance(route, dict) and route.get("prefsrc"):
+            return str(route["prefsrc"])
+    return None
 
 
 class HostError(VolbenchError):
@@ -168,7 +188,7 @@ def _host(r: Reader) -> HostSpec:
         r.problem("address", f"'{address}' is not an IP address or host name")
     ssh = _ssh(r.sub("ssh"), address) if has_ssh else None
     if netns is not None:
-        if not _NETNS.match(netns):
+        if not valid_netns(netns):
             r.problem("netns", f"'{netns}' is not a valid namespace name")
         elif ssh is None and not (NETNS_DIR / netns).exists():
             r.problem(

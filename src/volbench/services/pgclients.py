@@ -37,27 +37,13 @@ from typing import Any
 
 from volbench import hostinfo, proc, tools
 from volbench.errors import ResourceError
-from volbench.hosts import HostError, HostSpec
+from volbench.hosts import HostError, HostSpec, route_source
 from volbench.hosts.session import Session, open_session
 from volbench.services import postgres
 from volbench.workloads.base import ServiceContext, ServiceHandle
 
 # The service value the pgbench workload reads (JSON: one entry per client host).
 CLIENTS = "pgbench_clients"
-
-
-def route_source(text: str) -> str | None:
-    """The source address in `ip -j route get ADDRESS` output (`prefsrc`), if any."""
-    try:
-        routes = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(routes, list):
-        return None
-    for route in routes:
-        if isinstance(route, dict) and route.get("prefsrc"):
-            return str(route["prefsrc"])
-    return None
 
 
 def _resolve(address: str, host: str) -> str:

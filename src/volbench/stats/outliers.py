@@ -35,7 +35,9 @@ def modified_z_scores(values: Sequence[float]) -> list[float]:
     return [0.0] * len(sample)
 
 
-def outliers_mad(values: Sequence[float], *, threshold: float = 3.5) -> list[int]:
+def outliers_mad(
+    values: Sequence[float], *, threshold: float = 3.5, min_relative: float = 0.0
+) -> list[int]:
     """Indices (ascending) of values whose |modified z-score| exceeds `threshold`.
 
     Boris Iglewicz and David C. Hoaglin, *How to Detect and Handle Outliers*, ASQC Basic
@@ -48,8 +50,20 @@ def outliers_mad(values: Sequence[float], *, threshold: float = 3.5) -> list[int
     and the mean-absolute-deviation fallback applies (see `modified_z_scores`), so in
     [5, 5, 5, 5, 6] the 6 is flagged (|M| = 3.99) — it differs from an otherwise exact
     repetition. Outliers are for reporting; callers decide whether to drop them.
+
+    `min_relative` also asks that an outlier lie more than that share of the median away
+    from the median: runs that repeat to 0.01 % (a throttled disk) have a MAD so small that
+    a 0.04 % difference scores |M| > 100, which says nothing about the run.
     """
     if not threshold > 0.0:
         raise StatisticsInputError(f"outlier threshold must be positive, got {threshold!r}")
+    if min_relative < 0.0:
+        raise StatisticsInputError(f"min_relative must not be negative, got {min_relative!r}")
     scores = modified_z_scores(values)
-    return [index for index, score in enumerate(scores) if abs(score) > threshold]
+    median = statistics.median(finite_sample(values))
+    floor = min_relative * abs(median)
+    return [
+        index
+        for index, score in enumerate(scores)
+        if abs(score) > threshold and abs(values[index] - median) > floor
+    ]

@@ -14,6 +14,15 @@ mounted over loopback with `vers=`; NFSv4 exports get `fsid=0` and are mounted a
 `127.0.0.1:/` (the pseudo-root: in the lab the real `/` is 9p and not exportable),
 so one NFSv4 target exists at a time per machine (order: sequential for more).
 
+A network hop: `client_netns: NAME` with `server_address: ADDRESS` mounts from inside
+the network namespace NAME (`nsenter --net`, so the mount stays visible here while its
+RPC traffic crosses that namespace's links, and any `tc netem` delay on them). The
+folder is exported to the address the namespace uses to reach the server (`ip -j route
+get`). The namespace and its links are the user's (the tests make veth pairs):
+
+    - {name: nfs-hop, type: nfs, on: [store], version: 3, client_netns: vb1,
+       server_address: 10.213.1.1}
+
 The server: if nfsd already runs (threads in /proc/fs/nfsd/threads), volbench only
 adds and removes its export. Otherwise it starts what a server needs, in the
 foreground and journaled, and stops it at teardown: rpcbind, rpc.statd (NFSv3
@@ -27,6 +36,7 @@ kernel threads do the disk I/O, outside any cgroup): use lab disk classes.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,6 +51,7 @@ from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable
 from volbench.errors import CommandFailed, ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.hosts import NETNS_DIR, route_source, valid_netns
 from volbench.journal import Scope, undoer
 from volbench.mounts import is_mounted, make_dir, make_tree, mount_info
 from volbench.recipe import Recipe
@@ -63,6 +74,9 @@ class NfsSpec(TargetSpec):
     export_options: tuple[str, ...] = DEFAULT_EXPORT
     mount_options: tuple[str, ...] = ()
     threads: int = 8
+    # A network hop: mount from this namespace, to this server address (docs above).
+    client_netns: str | None = None
+    server_address: str = CLIENT
 
     @property
     def v4(self) -> bool:
@@ -113,6 +127,22 @@ def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
     mount = tuple(r.text_list("mount_options", []))
     if any(o.startswith(("vers=", "nfsvers=")) for o in mount):
         r.problem("mount_options", "the NFS version is set by version:", "remove vers=")
+    netns = r.text("client_netns") if r.has("client_netns") else None
+    if netns is not None and not valid_netns(netns):
+        r.problem(
+            "client_netns",
+            f"'{netns}' is not a network namespace name",
+            "use letters, digits, '.', '_' or '-' (as in ip netns add)",
+        )
+    server = r.text("server_address") if r.has("server_address") else CLIENT
+    if not _is_address(server):
+        r.problem("server_address", f"'{server}' is not an IP address", "e.g. 10.213.1.1")
+    if netns is not None and not r.has("server_address"):
+        r.problem(
+            "server_address",
+            "client_netns needs the address the namespace reaches this machine's NFS server at",
+            "add server_address: ADDRESS",
+        )
     return NfsSpec(
         name,
         "nfs",
@@ -123,7 +153,48 @@ def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
         export_options=export,
         mount_options=mount,
         threads=r.integer("threads", 8, minimum=1, maximum=256),
+        client_netns=netns,
+        server_address=server,
     )
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def in_client_netns(spec: NfsSpec, argv: list[str]) -> list[str]:
+    """argv run with the client's network (not its mounts: the mount must be seen here)."""
+    if spec.client_netns is None:
+        return argv
+    return ["nsenter", f"--net={NETNS_DIR / spec.client_netns}", *argv]
+
+
+def client_address(spec: NfsSpec) -> str:
+    """The address NFS requests come from: what the export must name."""
+    if spec.client_netns is None:
+        return CLIENT
+    if not (NETNS_DIR / spec.client_netns).exists():
+        raise ResourceError(
+            f"target {spec.name}: network namespace {spec.client_netns} does not exist "
+            f"(no {NETNS_DIR / spec.client_netns}); create it first (ip netns add)"
+        )
+    done = proc.run(
+        in_client_netns(spec, ["ip", "-j", "route", "get", spec.server_address]),
+        timeout=30,
+        check=False,
+    )
+    source = route_source(done.stdout) if done.returncode == 0 else None
+    if source is None:
+        raise ResourceError(
+            f"target {spec.name}: namespace {spec.client_netns} has no route to "
+            f"{spec.server_address} ({done.stderr.strip() or 'no source address'}); "
+            "give server_address an address of this machine that the namespace reaches"
+        )
+    return source
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -196,9 +267,11 @@ def exports() -> list[stackparse.Export]:
     return stackparse.exportfs_v(done.stdout)
 
 
-def export(scope: Scope, recipe: Recipe, path: Path, options: tuple[str, ...]) -> None:
-    scope.add("nfs-export", client=CLIENT, path=str(path))
-    recipe.run(["exportfs", "-o", ",".join(options), f"{CLIENT}:{path}"], timeout=TIMEOUT)
+def export(
+    scope: Scope, recipe: Recipe, path: Path, options: tuple[str, ...], client: str = CLIENT
+) -> None:
+    scope.add("nfs-export", client=client, path=str(path))
+    recipe.run(["exportfs", "-o", ",".join(options), f"{client}:{path}"], timeout=TIMEOUT)
 
 
 @undoer("nfs-export")
@@ -209,11 +282,16 @@ def _undo_export(data: Mapping[str, Any]) -> None:
 
 
 def nfs_mount(
-    scope: Scope, recipe: Recipe, source: str, mountpoint: Path, options: list[str]
+    scope: Scope,
+    recipe: Recipe,
+    source: str,
+    mountpoint: Path,
+    options: list[str],
+    wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
 ) -> None:
     make_dir(scope, mountpoint)
     scope.add("nfs-mount", mountpoint=str(mountpoint), source=source)
-    argv = ["mount", "-t", "nfs", "-o", ",".join(options), source, str(mountpoint)]
+    argv = wrap(["mount", "-t", "nfs", "-o", ",".join(options), source, str(mountpoint)])
     for attempt in range(3):  # a server that has just started may not answer at once
         try:
             recipe.run(argv, timeout=TIMEOUT)
@@ -279,10 +357,19 @@ def build(spec: NfsSpec, ctx: BuildContext) -> Iterator[Built]:
         ctx.scope, base / f"volbench-nfs-{blockstack.safe_name(spec.name)}-{os.getpid()}"
     )
     server = ensure_server(ctx.scope, ctx.recipe, spec, make_tree(ctx.scope, ctx.workdir / "logs"))
-    export(ctx.scope, ctx.recipe, folder, options)
-    source = f"{CLIENT}:/" if spec.v4 else f"{CLIENT}:{folder}"
+    client = client_address(spec)
+    export(ctx.scope, ctx.recipe, folder, options, client)
+    server_at = f"[{spec.server_address}]" if ":" in spec.server_address else spec.server_address
+    source = f"{server_at}:/" if spec.v4 else f"{server_at}:{folder}"
     mnt = ctx.workdir / "mnt"
-    nfs_mount(ctx.scope, ctx.recipe, source, mnt, [f"vers={spec.version}", *spec.mount_options])
+    nfs_mount(
+        ctx.scope,
+        ctx.recipe,
+        source,
+        mnt,
+        [f"vers={spec.version}", *spec.mount_options],
+        lambda argv: in_client_netns(spec, argv),
+    )
     info: dict[str, Any] = {
         "version": spec.version,
         "source": source,
@@ -292,7 +379,11 @@ def build(spec: NfsSpec, ctx: BuildContext) -> Iterator[Built]:
         "export": [e.__dict__ for e in exports() if e.path == str(folder)],
         "mount": mount_info(mnt),
         "caches": "server and client share this kernel: one cache drop empties both",
-        "summary": f"NFSv{spec.version} over loopback ({CLIENT})",
+        "client": {"netns": spec.client_netns, "address": client},
+        "summary": f"NFSv{spec.version} over loopback ({CLIENT})"
+        if spec.client_netns is None
+        else f"NFSv{spec.version} from namespace {spec.client_netns} ({client}) "
+        f"to {spec.server_address}",
     }
     yield Built(spec.name, spec.type, path=mnt, block_device=None, devices=devices, info=info)
 
