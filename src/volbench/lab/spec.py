@@ -41,7 +41,12 @@ ACCELS = ("tcg", "kvm")
 # Loaded before the command: what the LVM, md, NFS and iSCSI targets need first.
 # Others load on first use (filesystems on mount, md personalities, dm targets), and
 # each module costs ~0.5 s of boot under emulation, so the list stays short.
-DEFAULT_MODULES = ("dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp")
+# `loop` too: Debian builds it as a module, and without it (no static /dev/loop-control in
+# the guest to autoload it) `image` and `loopdisk` targets fail with "cannot find an
+# unused loop device" (seed 003's datastore images did, until it was added).
+DEFAULT_MODULES = (
+    "dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp", "loop",
+)
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
