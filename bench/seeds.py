@@ -80,17 +80,21 @@ def claim(ok: bool, text: str, row: Row) -> tuple[bool, str]:
     return ok, f"{'ok ' if ok else 'NO '} {text}: {row.target} {row.ratio:.3f}x ({row.verdict})"
 
 
+def outcome(claims: list[tuple[bool, str]]) -> tuple[bool, list[str]]:
+    """Reproduced only if every claim holds; one line per claim either way."""
+    return all(ok for ok, _ in claims), [line for _, line in claims]
+
+
 def seed000(rows: list[Row]) -> tuple[bool, list[str]]:
     """LVM costs nothing within noise (tps not worse than the plain disk by the 10 %
     threshold); NFS is clearly slower (worse)."""
-    checks = [
-        claim(one(rows, t, "tps").verdict in ("equivalent", "better"),
-              "LVM costs nothing (equivalent or better)", one(rows, t, "tps"))
-        for t in ("lvm-x1", "lvm-x25")
-    ]
-    checks.append(claim(one(rows, "nfs", "tps").verdict == "worse", "NFS is slower",
-                        one(rows, "nfs", "tps")))
-    return all(ok for ok, _ in checks), [line for _, line in checks]
+    lvm = [one(rows, t, "tps") for t in ("lvm-x1", "lvm-x25")]
+    nfs = one(rows, "nfs", "tps")
+    return outcome([
+        *(claim(r.verdict in ("equivalent", "better"),
+                "LVM costs nothing (equivalent or better)", r) for r in lvm),
+        claim(nfs.verdict == "worse", "NFS is slower", nfs),
+    ])
 
 
 def seed002(rows: list[Row]) -> tuple[bool, list[str]]:
@@ -105,7 +109,7 @@ def seed002(rows: list[Row]) -> tuple[bool, list[str]]:
         claim(large.ratio > small.ratio,
               f"its lead at scale {small.params['scale']} (in memory) is smaller", small),
     ]
-    return all(ok for ok, _ in checks), [line for _, line in checks]
+    return outcome(checks)
 
 
 def seed003(rows: list[Row]) -> tuple[bool, list[str]]:
@@ -124,7 +128,7 @@ def seed003(rows: list[Row]) -> tuple[bool, list[str]]:
         slowest = max(pick(rows, target, "other"), key=lambda r: r.ratio)
         ok = slowest.ratio > 1.10 and slowest.verdict in ("worse", "inconclusive")
         checks.append(claim(ok, f"small-file job waits longer ({slowest.tags})", slowest))
-    return all(ok for ok, _ in checks), [line for _, line in checks]
+    return outcome(checks)
 
 
 def seed004(rows: list[Row]) -> tuple[bool, list[str]]:
@@ -139,7 +143,7 @@ def seed004(rows: list[Row]) -> tuple[bool, list[str]]:
         checks.append(claim(ok, f"{what}: {'slower' if first else 'no cost'}", r))
     if not dd:
         return False, ["no dd verdicts for the thin volume"]
-    return all(ok for ok, _ in checks), [line for _, line in checks]
+    return outcome(checks)
 
 
 CHECKS: dict[str, Check] = {"000": seed000, "002": seed002, "003": seed003, "004": seed004}
