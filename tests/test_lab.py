@@ -32,8 +32,9 @@ from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable, console_tail
 from volbench.lab.guest import guest_cwd, script
 from volbench.lab.labrun import lab_of
-from volbench.lab.spec import DEFAULT_CLASSES, parse
+from volbench.lab.spec import DEFAULT_CLASSES, WRITE_THROUGH, DiskClass, parse
 from volbench.lab.vm import find_vng
+from volbench.report.table import environment_rows
 from volbench.store import Store
 
 MiB = 1024**2
@@ -120,6 +121,47 @@ def test_qemu_options_throttle_each_disk_by_its_class(tmp_path: Path) -> None:
     opts = qemu_options(many, [tmp_path / f"{d.name}.raw" for d in many.disks])
     assert sum(o.startswith("pci-bridge") for o in opts) == 2  # 31 disks per bridge
     assert "serial=d40,bus=labbr1,addr=0x9" in opts[-1]
+
+
+def test_write_cache_of_a_class(tmp_path: Path) -> None:
+    spec, problems = lab(
+        {
+            "disks": [{"name": "wb"}, {"name": "wt", "class": "cloud"}],
+            "classes": {"cloud": {"iops": 500, "write_cache": "write-through"}},
+        }
+    )
+    assert problems == []
+    assert spec.classes["standard"].write_cache == "write-back"  # the default
+    opts = qemu_options(spec, [tmp_path / "wb.raw", tmp_path / "wt.raw"])
+    drives = [opts[i + 1] for i, o in enumerate(opts) if o == "-drive"]
+    devices = [opts[i + 1] for i, o in enumerate(opts) if o == "-device"][1:]  # after the bridge
+    # write-back: flushes reach the image (cache=none is direct + flush)
+    assert ",cache=none," in drives[0] and "write-cache" not in devices[0]
+    # write-through: still O_DIRECT, but QEMU's per-write flush never reaches the host, and
+    # the guest is offered no write cache (config-wce=off, or QEMU offers one anyway)
+    assert ",cache.direct=on,cache.no-flush=on,aio=threads,throttling.iops-total=500" in drives[1]
+    assert "cache=none" not in drives[1]
+    assert devices[1].endswith(",write-cache=off,config-wce=off")
+    described = {d["name"]: d for d in spec.describe()["disks"]}
+    assert described["wt"]["write_cache"] == "write-through"
+    assert described["wb"]["caps"] == {"iops": 500, "bps": 50 * MiB}
+    _, problems = lab({"classes": {"cloud": {"write_cache": "writethrough"}}})
+    assert problems == [
+        "lab.classes.cloud.write_cache: 'writethrough' is not one of: write-back, "
+        "write-through (did you mean 'write-through'?)"
+    ]
+
+
+def test_report_shows_the_lab_disks() -> None:
+    spec, _ = lab(
+        {
+            "disks": [{"name": "d1", "size": "2G"}, {"name": "c", "class": "cloud"}],
+            "classes": {"cloud": {"write_cache": "write-through"}},
+        }
+    )
+    rows = dict(environment_rows({"lab": spec.describe()}))
+    assert rows["lab disk d1"] == "standard: iops 500, bps 50 MiB/s, write-back; 2 GiB"
+    assert rows["lab disk c"] == "cloud: uncapped, write-through; 1 GiB"
 
 
 def test_guest_script_prepares_and_quotes(tmp_path: Path) -> None:
@@ -281,10 +323,16 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
         assert row.name == "lab-classes" and row.status == "done"
         targets = {t.name: t for t in store.targets(row.id)}
         runs = {r.target: r for r in store.runs([row.id])}
+    # the lab's disks are recorded with the caps of their (here default) classes
+    recorded = {d["name"]: d for d in row.environment["lab"]["disks"]}
+    assert recorded["d1"]["caps"] == {"iops": 500, "bps": 50 * MiB}
+    assert recorded["d2"]["caps"] == {"iops": 2000, "bps": 200 * MiB}
+    assert {d["write_cache"] for d in recorded.values()} == {"write-back"}
     for name, by_id in (("standard", "virtio-d1"), ("fast", "virtio-d2")):
         disk = targets[name].info["disk"]
         assert disk["listed"] == f"/dev/disk/by-id/{by_id}" and disk["source"] == "listed"
         assert disk["device"].startswith("/dev/vd")
+        assert list(targets[name].info["write_cache"].values()) == ["write back"]
         assert any("device guard passed" in s for s in targets[name].info["recipe"])
         assert str(runs[name].status) == "ok"
 
@@ -358,18 +406,44 @@ fio = proc.run(["fio", "--name=t", "--filename=" + disk("g4"), "--direct=1", "--
                timeout=120, cgroup=cg)
 results["blkio_iops"] = json.loads(fio.stdout)["jobs"][0]["read"]["iops"]
 cg.rmdir()
+
+def sysfs(path, name):
+    return Path("/sys/class/block", os.path.basename(os.path.realpath(path)), name).read_text()
+
+# A write-back disk (g4) gets a flush for every fsync; a write-through one (w1) gets none.
+for d in ("g4", "w1"):
+    before = int(sysfs(disk(d), "stat").split()[15])  # flush requests completed
+    fio = proc.run(["fio", "--name=f", "--filename=" + disk(d), "--direct=1", "--rw=randwrite",
+                    "--bs=4k", "--ioengine=psync", "--fsync=1", "--runtime=4", "--ramp_time=1",
+                    "--time_based", "--output-format=json"], timeout=120)
+    results["flush_" + d] = {
+        "write_cache": sysfs(disk(d), "queue/write_cache").strip(),
+        "flushes": int(sysfs(disk(d), "stat").split()[15]) - before,
+        "iops": json.loads(fio.stdout)["jobs"][0]["write"]["iops"],
+    }
+# an LV on write-through disks is write-through too: device-mapper has no flush to fan out
+run("pvcreate", "-q", disk("w1"))
+run("vgcreate", "-q", "vbw", disk("w1"))
+run("lvcreate", "-q", "-y", "-L", "8M", "-n", "lv0", "vbw")
+results["lv_write_cache"] = sysfs("/dev/vbw/lv0", "queue/write_cache").strip()
+run("vgchange", "-q", "-an", "vbw")
+run("vgremove", "-q", "-f", "vbw")
 (out / "guard.json").write_text(json.dumps(results))
 """
 
 
 @pytest.fixture(scope="module")
 def guard_in_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One boot with four small disks: guard refusals with dm and md, cache drop, blkio."""
+    """One boot with five small disks: guard refusals with dm and md, cache drop, blkio,
+    and what a write-through class changes (w1)."""
     need_lab()
     out = tmp_path_factory.mktemp("guardlab")
     (out / "checks.py").write_text(GUARD_SCRIPT)
     work = Path("/var/tmp/volbench-tests") / f"labg-{os.getpid()}"
-    spec = LabSpec(disks=tuple(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)))
+    spec = LabSpec(
+        disks=(*(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)), LabDisk("w1", 64 * MiB, "wt")),
+        classes={**DEFAULT_CLASSES, "wt": DiskClass("wt", iops=500, write_cache=WRITE_THROUGH)},
+    )
     result = run_in_vm(
         spec, [sys.executable, str(out / "checks.py"), str(out)], out, timeout=600, workdir=work
     )
@@ -400,6 +474,18 @@ def test_guest_drops_caches_and_throttles_with_blkio(guard_in_lab: dict[str, Any
     assert abs(checks["blkio_iops"] - 300) <= 0.05 * 300, checks["blkio_iops"]
     assert result.modules_missing == ()
     assert result.boot_seconds is not None and 0 < result.boot_seconds < result.elapsed
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_write_through_class_sends_no_flushes(guard_in_lab: dict[str, Any]) -> None:
+    checks = guard_in_lab["checks"]
+    back, through = checks["flush_g4"], checks["flush_w1"]
+    assert back["write_cache"] == "write back" and back["flushes"] > 100  # one per write
+    assert through["write_cache"] == "write through" and through["flushes"] == 0
+    assert checks["lv_write_cache"] == "write through"
+    # with no flushes to wait for, fsync-per-write runs at the class's cap
+    assert abs(through["iops"] - 500) <= 0.05 * 500, through
 
 
 @pytest.mark.lab

@@ -49,6 +49,8 @@ def test_loopdisk_filesystems_and_a_raw_device(workdir: Path, tmp_path: Path) ->
     for info in rows.values():
         (dev,) = info["topology"]
         assert dev["name"].startswith("loop") and dev["log-sec"] >= 512
+        # a loop device passes flushes on to its backing file: the kernel says "write back"
+        assert list(info["write_cache"].values()) == ["write back"]
 
 
 @pytest.mark.root
@@ -68,6 +70,7 @@ def test_zram_is_a_new_device_removed_afterwards(workdir: Path, tmp_path: Path) 
     rows, _ = run(workdir, tmp_path / "z.db", [
         {"name": "z", "type": "zram", "size": "128M", "fs": "ext4"}])
     (dev,) = rows["z"]["topology"]
+    assert list(rows["z"]["write_cache"].values()) == ["write through"]  # RAM: nothing to flush
     assert dev["name"] not in before  # never an existing zram (it may be someone's swap)
     assert {p.name for p in Path("/sys/block").glob("zram*")} == before
 

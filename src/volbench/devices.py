@@ -142,6 +142,26 @@ def device_number(device: str) -> str:
     return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
 
 
+def write_cache_modes(devices: list[str]) -> dict[str, str]:
+    """Each device's write cache as its kernel sees it ("write back" / "write through").
+
+    Recorded with every target: with "write back" each fsync is a flush the device (and,
+    under an LV or array, each of its members) must carry out, with "write through" the
+    kernel sends none, and fsync-heavy results (a database's commits) follow from that.
+    """
+    modes = {}
+    for device in devices:
+        name = os.path.basename(os.path.realpath(device))
+        path = Path("/sys/class/block") / name / "queue" / "write_cache"
+        if not path.exists():  # a partition: the queue is its disk's
+            path = Path("/sys/class/block") / name / ".." / "queue" / "write_cache"
+        try:
+            modes[device] = path.read_text().strip()
+        except OSError:
+            continue
+    return modes
+
+
 def topology(devices: list[str]) -> list[dict[str, Any]]:
     """lsblk's JSON view of the devices (with their holders and children)."""
     if not devices:

@@ -56,7 +56,7 @@ _TEMPLATE = """#!/bin/sh
 # Written by volbench (volbench/lab/guest.py) for one lab run; the guest runs it as root.
 lab={lab}
 cat /proc/uptime > "$lab/booted"
-export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench
+export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench VOLBENCH_LAB=1
 export HOME=/tmp/volbench-home TARGETCLI_HOME=/tmp/volbench-targetcli
 export PATH={bindir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {exports}

@@ -19,16 +19,27 @@ cap reads and writes together, `read_iops`/`write_iops`/`read_bps`/`write_bps`
 each direction. The cap is exact and repeatable as long as the emulated CPU can
 go faster than the cap: under TCG it tops out near 10k IOPS, so caps stay at or
 below MAX_TCG_IOPS.
+
+A class also says what a flush costs (`write_cache`):
+- `write-back` (default): the guest sees a volatile write cache and sends flushes
+  (every fsync; a linear LV sends one to each of its disks); QEMU turns each into an
+  fdatasync of the image file on the host's own disk. What that costs depends on the
+  host's disk, not on the class's caps.
+- `write-through`: the disk has no volatile cache, like power-loss-protected SSDs,
+  battery-backed controllers and many cloud volumes: the guest sees "write through",
+  sends no flushes, and a write counts as durable when it completes. The lab's images
+  are throwaway, so QEMU skips the host fdatasync it would otherwise do per write.
+Seed 000's LVM over 25 disks is where this decides the result (docs/seeds.md).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from volbench import units
 from volbench.fields import Reader
 
 GiB = 1024**3
@@ -48,11 +59,16 @@ DEFAULT_MODULES = (
     "dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp", "loop",
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+# The guest script exports this, so a `volbench run` inside the VM records the lab's disks.
+INSIDE_LAB = "VOLBENCH_LAB"
+WRITE_BACK, WRITE_THROUGH = "write-back", "write-through"
+WRITE_CACHES = (WRITE_BACK, WRITE_THROUGH)
+CAP_KEYS = ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
 
 
 @dataclass(frozen=True)
 class DiskClass:
-    """Caps for every disk of a class; None = uncapped in that respect."""
+    """Caps for every disk of a class (None = uncapped in that respect), and its flushes."""
 
     name: str
     iops: int | None = None
@@ -61,13 +77,25 @@ class DiskClass:
     bps: int | None = None
     read_bps: int | None = None
     write_bps: int | None = None
+    write_cache: str = field(default=WRITE_BACK, kw_only=True)
 
     def caps(self) -> dict[str, int]:
-        return {
-            f.name: v
-            for f in fields(self)
-            if f.name != "name" and (v := getattr(self, f.name)) is not None
-        }
+        return {k: v for k in CAP_KEYS if (v := getattr(self, k)) is not None}
+
+    def qemu_cache(self) -> list[str]:
+        """`-drive` cache options: O_DIRECT on the image either way (the host's page cache
+        stays out of every measurement); a write-through disk's flushes never reach the
+        host's disk (cache.no-flush), or QEMU would fdatasync after every write."""
+        if self.write_cache == WRITE_THROUGH:
+            return ["cache.direct=on", "cache.no-flush=on"]
+        return ["cache=none"]
+
+    def qemu_device(self) -> list[str]:
+        """virtio-blk properties: a write-through disk offers neither a write cache nor
+        the guest's switch to turn one on (config-wce), so the guest sends no flushes."""
+        if self.write_cache == WRITE_THROUGH:
+            return ["write-cache=off", "config-wce=off"]
+        return []
 
     def qemu_throttling(self) -> list[str]:
         """`-drive` options that make QEMU enforce the caps."""
@@ -127,6 +155,7 @@ class LabSpec:
                     "class": d.disk_class,
                     "device": d.by_id,
                     "caps": self.disk_class(d).caps(),
+                    "write_cache": self.disk_class(d).write_cache,
                 }
                 for d in self.disks
             ],
@@ -148,10 +177,8 @@ def _optional(r: Reader, key: str, rate: bool) -> int | None:
 def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
     cls = DiskClass(
         name,
-        *(
-            _optional(r, k, rate=k.endswith("bps"))
-            for k in ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
-        ),
+        *(_optional(r, k, rate=k.endswith("bps")) for k in CAP_KEYS),
+        write_cache=r.text("write_cache", WRITE_BACK, choices=WRITE_CACHES),
     )
     r.finish()
     for total, parts in (("iops", ("read_iops", "write_iops")), ("bps", ("read_bps", "write_bps"))):
@@ -257,6 +284,11 @@ def parse_section(r: Reader) -> LabSpec | None:
     return parse(r.sub("lab"))
 
 
+def inside_lab() -> bool:
+    """Whether this process runs in the lab VM (set by the guest script, lab/guest.py)."""
+    return os.environ.get(INSIDE_LAB) == "1"
+
+
 def referenced_disks(document: Any) -> set[str]:
     """Lab disk names that the experiment's targets list (/dev/disk/by-id/virtio-NAME)."""
     found: set[str] = set()
@@ -274,12 +306,3 @@ def referenced_disks(document: Any) -> set[str]:
     if isinstance(document, Mapping):
         walk(document.get("targets", []))
     return found
-
-
-def format_caps(cls: DiskClass) -> str:
-    parts = []
-    for key, value in cls.caps().items():
-        parts.append(
-            f"{key}={units.format_size(value)}/s" if key.endswith("bps") else f"{key}={value}"
-        )
-    return ", ".join(parts) or "uncapped"

@@ -93,25 +93,30 @@ def qemu_options(spec: LabSpec, images: Sequence[Path]) -> list[str]:
     for b in range((len(spec.disks) + SLOTS_PER_BRIDGE - 1) // SLOTS_PER_BRIDGE):
         opts += ["-device", f"pci-bridge,id=labbr{b},chassis_nr={b + 1},shpc=off"]
     for i, (disk, image) in enumerate(zip(spec.disks, images, strict=True)):
+        cls = spec.disk_class(disk)
         drive = ",".join(
             [
                 f"file={image}",
                 "if=none",
                 f"id=labdisk{i}",
                 "format=raw",
-                "cache=none",
+                *cls.qemu_cache(),
                 "aio=threads",
-                *spec.disk_class(disk).qemu_throttling(),
+                *cls.qemu_throttling(),
             ]
         )
         bridge, slot = divmod(i, SLOTS_PER_BRIDGE)
-        opts += [
-            "-drive",
-            drive,
-            "-device",
-            f"virtio-blk-pci,drive=labdisk{i},serial={disk.name},bus=labbr{bridge},"
-            f"addr={slot + 1:#x}",
-        ]
+        device = ",".join(
+            [
+                "virtio-blk-pci",
+                f"drive=labdisk{i}",
+                f"serial={disk.name}",
+                f"bus=labbr{bridge}",
+                f"addr={slot + 1:#x}",
+                *cls.qemu_device(),
+            ]
+        )
+        opts += ["-drive", drive, "-device", device]
     return opts
 
 

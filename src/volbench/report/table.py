@@ -264,7 +264,22 @@ def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
     for k in ("hostname", "virtualization", "captured", "volbench"):
         if k in env:
             rows.append((k, str(env[k])))
+    lab = env.get("lab")
+    if isinstance(lab, Mapping):
+        rows += [(f"lab disk {d.get('name')}", _lab_disk(d)) for d in lab.get("disks", [])
+                 if isinstance(d, Mapping)]
     return rows
+
+
+def _lab_disk(disk: Mapping[str, Any]) -> str:
+    """A recorded lab disk in one line: `standard: iops 500, bps 50 MiB/s, write-back; 2 GiB`."""
+    caps = disk.get("caps") or {}
+    parts = [f"{k} {format_value(v, 'B/s')}" if k.endswith("bps") else f"{k} {v}"
+             for k, v in caps.items()] or ["uncapped"]
+    parts.append(str(disk.get("write_cache", "write-back")))
+    size = disk.get("size")
+    tail = f"; {format_value(size, 'B')}" if isinstance(size, int) else ""
+    return f"{disk.get('class')}: {', '.join(parts)}{tail}"
 
 
 def threshold_note(report: Report) -> str:

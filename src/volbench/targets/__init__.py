@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from volbench import cgroups
-from volbench.devices import topology
+from volbench.devices import topology, write_cache_modes
 from volbench.errors import ResourceError
 from volbench.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
@@ -51,6 +51,7 @@ def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
                 "caveat": "buffered writeback by kernel flusher threads is not throttled",
             }
         built.info["topology"] = topology(built.devices)
+        built.info["write_cache"] = write_cache_modes(built.devices)
         built.info["recipe"] = list(ctx.recipe.steps)
         yield built
 
