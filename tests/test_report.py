@@ -12,7 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from volbench import report
+from volbench.cli import main
 from volbench.model import Metric, Parsed, RunResult, Status
 from volbench.report.options import ReportOptions
 from volbench.store import Store
@@ -273,6 +276,23 @@ mkfs.xfs /dev/b
 mkfs.xfs /dev/c
 ```
 """
+
+
+def test_another_baseline_without_rerunning(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    db = demo(tmp_path)
+    rep = load(db, ReportOptions(baseline="b"))
+    assert rep.baseline == "b"
+    (iops,) = [v for v in rep.verdicts if v.candidate.metric == "iops"]
+    # a against b now: 100 / 110 IOPS
+    assert iops.target == "a" and iops.comparison is not None
+    assert iops.comparison.ratio == pytest.approx(100 / 110)
+    assert main(["report", "--db", str(db), "--baseline", "b"]) == 0
+    assert "Verdicts: each target vs b" in capsys.readouterr().out
+    assert main(["report", "--db", str(db), "--baseline", "bb"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "volbench: baseline bb: no target of that name in these results (targets: a, b, c); "
+        "did you mean 'b'?")
 
 
 def test_markdown_exact(tmp_path: Path) -> None:

@@ -117,7 +117,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                 print(f"{row.id:4d}  {row.name:<24} {row.status:<12} "
                       f"{store.count_runs(row.id)} runs")
             return 0
-        options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
+        options = report.ReportOptions(tuple(args.metrics) if args.metrics else None,
+                                       baseline=args.baseline)
         rep = _report_for(store, _experiment_ids(store, args.experiment), options)
         if args.charts is not None:
             paths = report.write_charts(rep, options, args.charts, png=args.png)
@@ -313,6 +314,9 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--experiment", action="append", metavar="ID|NAME|all",
                      help="which experiment(s) (default: the latest)")
     rep.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to show, or all")
+    rep.add_argument("--baseline", metavar="TARGET",
+                     help="compare every target with this one (default: the experiment's "
+                     "baseline:, else its first target)")
     rep.add_argument("--list", action="store_true", help="list the stored experiments")
     rep.add_argument("--charts", type=Path, metavar="DIR",
                      help="also write every chart as an SVG file into DIR")

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.bulk import paused_gc
+from volbench.errors import VolbenchError
+from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
 from volbench.report import checks, verdicts
@@ -141,7 +143,14 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
            options: ReportOptions, totals: Sequence[CaseHistogram] | None) -> Report:
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
-    report.baseline = verdicts.baseline_target(experiments, report.target_order())
+    report.baseline = options.baseline or verdicts.baseline_target(experiments,
+                                                                   report.target_order())
+    if options.baseline and options.baseline not in report.target_order():
+        names = report.target_order()
+        raise VolbenchError(f"baseline {options.baseline}: no target of that name in these "
+                            f"results (targets: {', '.join(names)})"
+                            + (f"; {hint}" if (hint := did_you_mean(options.baseline, names))
+                               else ""))
     report.thresholds = verdicts.thresholds(experiments)
     report.verdicts = verdicts.against_baseline(report.summaries, report.baseline,
                                                 report.thresholds)

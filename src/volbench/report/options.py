@@ -10,6 +10,9 @@ class ReportOptions:
     # Metric names to summarise, compare and show; None = the primary metrics
     # (metricinfo.is_primary); ("all",) = every metric.
     metrics: tuple[str, ...] | None = None
+    # The target every other is compared with; None = the experiment's `baseline:` (else
+    # its first target). Choosing another needs no rerun: the runs are the same.
+    baseline: str | None = None
     # HTML: most rows in the list of runs (failed runs are always listed); the CSV and
     # JSON exports carry every run.
     max_listed_runs: int = 2000
