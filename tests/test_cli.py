@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,22 @@ def test_plan_prints_runs_commands_and_duration(tmp_path: Path,
     runs = [line for line in out if line.strip()[:1].isdigit()]
     assert len(runs) == 4
     assert "--rw=read" in runs[0] and "--rw=write" in runs[1] and " r2 " in runs[2]
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`volbench plan FILE | head`: the pipe closes while plan still writes."""
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, rw: [read, write], runtime: 1s}]\n"
+                   "repeat: 500\n")  # 1000 runs: far more than a pipe buffer holds
+    child = subprocess.Popen([sys.executable, "-m", "volbench.cli", "plan", str(exp)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.readline().startswith(b"experiment p:")
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 1
+    assert err == ""
 
 
 def test_import_fio_outputs_of_several_versions(tmp_path: Path,

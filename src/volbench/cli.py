@@ -358,6 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VolbenchError as exc:
         print(f"volbench: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`volbench plan FILE | head`): not an error worth a
+        # traceback. Point stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return code
 
 
