@@ -32,7 +32,7 @@ from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable, console_tail
 from volbench.lab.guest import guest_cwd, script
 from volbench.lab.labrun import lab_of
-from volbench.lab.spec import DEFAULT_CLASSES, WRITE_THROUGH, DiskClass, parse
+from volbench.lab.spec import DEFAULT_CLASSES, WRITE_BACK, DiskClass, parse
 from volbench.lab.vm import find_vng
 from volbench.report.table import environment_rows
 from volbench.store import Store
@@ -111,12 +111,14 @@ def test_qemu_options_throttle_each_disk_by_its_class(tmp_path: Path) -> None:
     assert opts[:2] == ["-accel", "tcg,tb-size=256"]
     drives = [opts[i + 1] for i, o in enumerate(opts) if o == "-drive"]
     assert drives[0] == (
-        f"file={tmp_path}/d1.raw,if=none,id=labdisk0,format=raw,cache=none,"
-        "aio=threads,throttling.iops-total=500,throttling.bps-total=52428800"
+        f"file={tmp_path}/d1.raw,if=none,id=labdisk0,format=raw,cache.direct=on,"
+        "cache.no-flush=on,aio=threads,throttling.iops-total=500,throttling.bps-total=52428800"
     )
     assert "throttling.iops-total=2000" in drives[1]
     devices = [opts[i + 1] for i, o in enumerate(opts) if o == "-device"]
-    assert devices[1] == "virtio-blk-pci,drive=labdisk0,serial=d1,bus=labbr0,addr=0x1"
+    assert devices[1] == (
+        "virtio-blk-pci,drive=labdisk0,serial=d1,bus=labbr0,addr=0x1,write-cache=off,config-wce=off"
+    )
     many, _ = lab({"disks": [{"name": "d", "count": 40}]})
     opts = qemu_options(many, [tmp_path / f"{d.name}.raw" for d in many.disks])
     assert sum(o.startswith("pci-bridge") for o in opts) == 2  # 31 disks per bridge
@@ -126,12 +128,12 @@ def test_qemu_options_throttle_each_disk_by_its_class(tmp_path: Path) -> None:
 def test_write_cache_of_a_class(tmp_path: Path) -> None:
     spec, problems = lab(
         {
-            "disks": [{"name": "wb"}, {"name": "wt", "class": "cloud"}],
-            "classes": {"cloud": {"iops": 500, "write_cache": "write-through"}},
+            "disks": [{"name": "wb", "class": "flushing"}, {"name": "wt"}],
+            "classes": {"flushing": {"iops": 500, "write_cache": "write-back"}},
         }
     )
     assert problems == []
-    assert spec.classes["standard"].write_cache == "write-back"  # the default
+    assert spec.classes["standard"].write_cache == "write-through"  # the default
     opts = qemu_options(spec, [tmp_path / "wb.raw", tmp_path / "wt.raw"])
     drives = [opts[i + 1] for i, o in enumerate(opts) if o == "-drive"]
     devices = [opts[i + 1] for i, o in enumerate(opts) if o == "-device"][1:]  # after the bridge
@@ -139,12 +141,13 @@ def test_write_cache_of_a_class(tmp_path: Path) -> None:
     assert ",cache=none," in drives[0] and "write-cache" not in devices[0]
     # write-through: still O_DIRECT, but QEMU's per-write flush never reaches the host, and
     # the guest is offered no write cache (config-wce=off, or QEMU offers one anyway)
-    assert ",cache.direct=on,cache.no-flush=on,aio=threads,throttling.iops-total=500" in drives[1]
+    assert ",cache.direct=on,cache.no-flush=on,aio=threads,throttling.iops-total=500," in drives[1]
     assert "cache=none" not in drives[1]
     assert devices[1].endswith(",write-cache=off,config-wce=off")
     described = {d["name"]: d for d in spec.describe()["disks"]}
     assert described["wt"]["write_cache"] == "write-through"
-    assert described["wb"]["caps"] == {"iops": 500, "bps": 50 * MiB}
+    assert described["wb"]["write_cache"] == "write-back"
+    assert described["wt"]["caps"] == {"iops": 500, "bps": 50 * MiB}
     _, problems = lab({"classes": {"cloud": {"write_cache": "writethrough"}}})
     assert problems == [
         "lab.classes.cloud.write_cache: 'writethrough' is not one of: write-back, "
@@ -155,13 +158,27 @@ def test_write_cache_of_a_class(tmp_path: Path) -> None:
 def test_report_shows_the_lab_disks() -> None:
     spec, _ = lab(
         {
-            "disks": [{"name": "d1", "size": "2G"}, {"name": "c", "class": "cloud"}],
-            "classes": {"cloud": {"write_cache": "write-through"}},
+            "disks": [
+                {"name": "d1", "size": "2G"},
+                {"name": "c", "class": "flushing"},
+                {"name": "lv", "count": 25, "size": "100M"},
+            ],
+            "classes": {"flushing": {"write_cache": "write-back"}},
         }
     )
-    rows = dict(environment_rows({"lab": spec.describe()}))
-    assert rows["lab disk d1"] == "standard: iops 500, bps 50 MiB/s, write-back; 2 GiB"
-    assert rows["lab disk c"] == "cloud: uncapped, write-through; 1 GiB"
+    described = spec.describe()
+    described["disks"][0]["caps"] = dict(sorted(described["disks"][0]["caps"].items()))  # as stored
+    rows = dict(environment_rows({"lab": described}))
+    assert rows["lab disks lv1 … lv25 (25)"] == (
+        "standard: iops 500, bps 50 MiB/s, write-through; 100 MiB"
+    )
+    assert rows["lab disk d1"] == "standard: iops 500, bps 50 MiB/s, write-through; 2 GiB"
+    assert rows["lab disk c"] == "flushing: uncapped, write-back; 1 GiB"
+    # recorded before classes had a write cache, when every lab disk was write-back
+    old = {"disks": [{"name": n, "class": "standard", "caps": {"iops": 500}, "size": 2**30}
+                     for n in ("d1", "d2")]}
+    old_rows = dict(environment_rows({"lab": old}))
+    assert old_rows["lab disks d1, d2"] == "standard: iops 500, write-back; 1 GiB"
 
 
 def test_guest_script_prepares_and_quotes(tmp_path: Path) -> None:
@@ -327,12 +344,12 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
     recorded = {d["name"]: d for d in row.environment["lab"]["disks"]}
     assert recorded["d1"]["caps"] == {"iops": 500, "bps": 50 * MiB}
     assert recorded["d2"]["caps"] == {"iops": 2000, "bps": 200 * MiB}
-    assert {d["write_cache"] for d in recorded.values()} == {"write-back"}
+    assert {d["write_cache"] for d in recorded.values()} == {"write-through"}
     for name, by_id in (("standard", "virtio-d1"), ("fast", "virtio-d2")):
         disk = targets[name].info["disk"]
         assert disk["listed"] == f"/dev/disk/by-id/{by_id}" and disk["source"] == "listed"
         assert disk["device"].startswith("/dev/vd")
-        assert list(targets[name].info["write_cache"].values()) == ["write back"]
+        assert list(targets[name].info["write_cache"].values()) == ["write through"]
         assert any("device guard passed" in s for s in targets[name].info["recipe"])
         assert str(runs[name].status) == "ok"
 
@@ -410,7 +427,7 @@ cg.rmdir()
 def sysfs(path, name):
     return Path("/sys/class/block", os.path.basename(os.path.realpath(path)), name).read_text()
 
-# A write-back disk (g4) gets a flush for every fsync; a write-through one (w1) gets none.
+# A write-back disk (w1) gets a flush for every fsync; a write-through one (g4) gets none.
 for d in ("g4", "w1"):
     before = int(sysfs(disk(d), "stat").split()[15])  # flush requests completed
     fio = proc.run(["fio", "--name=f", "--filename=" + disk(d), "--direct=1", "--rw=randwrite",
@@ -422,8 +439,8 @@ for d in ("g4", "w1"):
         "iops": json.loads(fio.stdout)["jobs"][0]["write"]["iops"],
     }
 # an LV on write-through disks is write-through too: device-mapper has no flush to fan out
-run("pvcreate", "-q", disk("w1"))
-run("vgcreate", "-q", "vbw", disk("w1"))
+run("pvcreate", "-q", disk("g4"))
+run("vgcreate", "-q", "vbw", disk("g4"))
 run("lvcreate", "-q", "-y", "-L", "8M", "-n", "lv0", "vbw")
 results["lv_write_cache"] = sysfs("/dev/vbw/lv0", "queue/write_cache").strip()
 run("vgchange", "-q", "-an", "vbw")
@@ -435,14 +452,14 @@ run("vgremove", "-q", "-f", "vbw")
 @pytest.fixture(scope="module")
 def guard_in_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One boot with five small disks: guard refusals with dm and md, cache drop, blkio,
-    and what a write-through class changes (w1)."""
+    and what a write-back class (w1) changes against the default write-through one."""
     need_lab()
     out = tmp_path_factory.mktemp("guardlab")
     (out / "checks.py").write_text(GUARD_SCRIPT)
     work = Path("/var/tmp/volbench-tests") / f"labg-{os.getpid()}"
     spec = LabSpec(
-        disks=(*(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)), LabDisk("w1", 64 * MiB, "wt")),
-        classes={**DEFAULT_CLASSES, "wt": DiskClass("wt", iops=500, write_cache=WRITE_THROUGH)},
+        disks=(*(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)), LabDisk("w1", 64 * MiB, "wb")),
+        classes={**DEFAULT_CLASSES, "wb": DiskClass("wb", iops=500, write_cache=WRITE_BACK)},
     )
     result = run_in_vm(
         spec, [sys.executable, str(out / "checks.py"), str(out)], out, timeout=600, workdir=work
@@ -480,7 +497,7 @@ def test_guest_drops_caches_and_throttles_with_blkio(guard_in_lab: dict[str, Any
 @pytest.mark.slow
 def test_write_through_class_sends_no_flushes(guard_in_lab: dict[str, Any]) -> None:
     checks = guard_in_lab["checks"]
-    back, through = checks["flush_g4"], checks["flush_w1"]
+    back, through = checks["flush_w1"], checks["flush_g4"]
     assert back["write_cache"] == "write back" and back["flushes"] > 100  # one per write
     assert through["write_cache"] == "write through" and through["flushes"] == 0
     assert checks["lv_write_cache"] == "write through"

@@ -266,16 +266,26 @@ def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
             rows.append((k, str(env[k])))
     lab = env.get("lab")
     if isinstance(lab, Mapping):
-        rows += [(f"lab disk {d.get('name')}", _lab_disk(d)) for d in lab.get("disks", [])
-                 if isinstance(d, Mapping)]
+        # Disks alike in class and size share a row (seed 000 has 25 of them under one LV).
+        alike: dict[str, list[str]] = {}
+        for disk in lab.get("disks", []):
+            if isinstance(disk, Mapping):
+                alike.setdefault(_lab_disk(disk), []).append(str(disk.get("name")))
+        for text, names in alike.items():
+            label = (f"lab disk {names[0]}" if len(names) == 1
+                     else f"lab disks {', '.join(names)}" if len(names) <= 4
+                     else f"lab disks {names[0]} … {names[-1]} ({len(names)})")
+            rows.append((label, text))
     return rows
 
 
 def _lab_disk(disk: Mapping[str, Any]) -> str:
-    """A recorded lab disk in one line: `standard: iops 500, bps 50 MiB/s, write-back; 2 GiB`."""
-    caps = disk.get("caps") or {}
+    """A recorded lab disk in one line: `standard: iops 500, bps 50 MiB/s, write-through; 2 GiB`.
+    Records without a write cache predate the choice, when every lab disk was write-back."""
+    # IOPS caps before bandwidth caps, as the classes are written (stored JSON sorts keys).
+    caps = sorted((disk.get("caps") or {}).items(), key=lambda kv: (kv[0].endswith("bps"), kv[0]))
     parts = [f"{k} {format_value(v, 'B/s')}" if k.endswith("bps") else f"{k} {v}"
-             for k, v in caps.items()] or ["uncapped"]
+             for k, v in caps] or ["uncapped"]
     parts.append(str(disk.get("write_cache", "write-back")))
     size = disk.get("size")
     tail = f"; {format_value(size, 'B')}" if isinstance(size, int) else ""
