@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +71,25 @@ def test_tool_versions_are_compared_too() -> None:
     b = {"checked": {"kernel": "6.1", "tools": {"fio": "fio-3.36"}}}
     found = [(d.field, d.a, d.b) for d in environment_differences(a, b)]
     assert found == [("tools.fio", "fio-3.33", "fio-3.36"), ("tools.pgbench", "", "(missing)")]
+
+
+def test_lab_disks_are_compared_too() -> None:
+    """Seed 000 on write-back lab disks (2026-11-23) against write-through ones: the disks
+    are what changed, and compare must say so."""
+    def env(write_cache: str | None) -> dict[str, Any]:
+        disk: dict[str, Any] = {"name": "plain", "class": "standard",
+                                "caps": {"iops": 500}, "size": 2**30}
+        if write_cache:
+            disk["write_cache"] = write_cache
+        return {"checked": {"kernel": "6.1"}, "lab": {"disks": [disk]}}
+
+    found = [(d.field, d.a, d.b) for d in environment_differences(env(None), env("write-through"))]
+    assert found == [("lab disk plain", "standard: iops 500, write-back; 1 GiB",
+                      "standard: iops 500, write-through; 1 GiB")]
+    assert environment_differences(env("write-back"), env(None)) == []  # old records: write-back
+    host = {"checked": {"kernel": "6.1"}}
+    found = [(d.field, d.a, d.b) for d in environment_differences(host, env("write-through"))]
+    assert found == [("lab", "(none)", "1 disk")]
 
 
 def test_cases_in_one_set_only_are_listed(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
+from volbench.report.table import lab_disk_text
 from volbench.report.verdicts import VerdictRow, compare_sets, thresholds
 
 
@@ -83,14 +84,37 @@ def _flatten(checked: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+def _lab_disks(env: Mapping[str, Any]) -> dict[str, str] | None:
+    """Each lab disk as `lab disk NAME` -> its class, caps, write cache and size; None
+    when the results were not measured in the lab."""
+    lab = env.get("lab")
+    if not isinstance(lab, Mapping):
+        return None
+    return {f"lab disk {d.get('name')}": lab_disk_text(d) for d in lab.get("disks", [])
+            if isinstance(d, Mapping)}
+
+
+def _lab_size(disks: dict[str, str] | None) -> str:
+    if disks is None:
+        return "(none)"
+    return f"{len(disks)} disk" + ("" if len(disks) == 1 else "s")
+
+
 def environment_differences(
     a: Mapping[str, Any], b: Mapping[str, Any]
 ) -> list[EnvironmentDifference]:
-    """Fields of environment["checked"] (tools flattened as tools.fio) that differ."""
+    """Fields of environment["checked"] (tools flattened as tools.fio) that differ, and
+    the lab's disks: in the lab the disks are what was measured, and a class's caps or
+    write cache change results as much as a kernel does."""
     fa = _flatten(a.get("checked") or {})
     fb = _flatten(b.get("checked") or {})
     if not fa or not fb:
         return []
+    la, lb = _lab_disks(a), _lab_disks(b)
+    if la is not None and lb is not None:
+        fa, fb = {**fa, **la}, {**fb, **lb}
+    elif la is not None or lb is not None:  # one set on a host, one in the lab
+        fa["lab"], fb["lab"] = _lab_size(la), _lab_size(lb)
     return [
         EnvironmentDifference(k, fa.get(k, "(missing)"), fb.get(k, "(missing)"))
         for k in sorted(set(fa) | set(fb))

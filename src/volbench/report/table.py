@@ -270,7 +270,7 @@ def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
         alike: dict[str, list[str]] = {}
         for disk in lab.get("disks", []):
             if isinstance(disk, Mapping):
-                alike.setdefault(_lab_disk(disk), []).append(str(disk.get("name")))
+                alike.setdefault(lab_disk_text(disk), []).append(str(disk.get("name")))
         for text, names in alike.items():
             label = (f"lab disk {names[0]}" if len(names) == 1
                      else f"lab disks {', '.join(names)}" if len(names) <= 4
@@ -279,7 +279,7 @@ def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
     return rows
 
 
-def _lab_disk(disk: Mapping[str, Any]) -> str:
+def lab_disk_text(disk: Mapping[str, Any]) -> str:
     """A recorded lab disk in one line: `standard: iops 500, bps 50 MiB/s, write-through; 2 GiB`.
     Records without a write cache predate the choice, when every lab disk was write-back."""
     # IOPS caps before bandwidth caps, as the classes are written (stored JSON sorts keys).
