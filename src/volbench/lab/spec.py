@@ -28,9 +28,11 @@ A class also says what a flush costs (`write_cache`):
   write. A class then differs from another by its caps and nothing else.
 - `write-back`: the guest sees a volatile write cache and sends flushes (every fsync; a
   linear LV sends one to each of its disks); QEMU turns each into an fdatasync of the
-  image file on the host's own disk. What that costs is the host's disk's business, not
-  the class's (~1.7 ms here: 4k writes at QD1 504 -> 273 IOPS with an fsync each), so it
-  is the default nowhere: choose it to study flushes (examples/seed000-flush-fanout.yaml).
+  image file on the host's own disk. What that costs is the host's business, not the
+  class's: ~0.1 ms on this project's machines, nothing to see on one disk, but an fsync on
+  an LV over 25 disks waits for 25 of them (fio 4k writes with an fsync each: 503 IOPS
+  write-through, 205 write-back), and it varies with the host's load. Choose it to study
+  flushes (examples/seed000-flush-fanout.yaml).
 Seed 000's LVM over 25 disks is where this decides the result (docs/seeds.md).
 """
 
