@@ -86,8 +86,9 @@ def outcome(claims: list[tuple[bool, str]]) -> tuple[bool, list[str]]:
 
 
 def seed000(rows: list[Row]) -> tuple[bool, list[str]]:
-    """LVM costs nothing within noise (tps not worse than the plain disk by the 10 %
-    threshold); NFS is clearly slower (worse)."""
+    """LVM on 1 or 25 disks costs nothing within the 10 % threshold; NFS is clearly slower
+    (worse). The write-up called LVM x25's 3 ms "significant"; on its own ten runs it is
+    +1.4 % [-0.6, +3.4], p = 0.16 (bench/seed000_published.py): no difference beyond 10 %."""
     lvm = [one(rows, t, "tps") for t in ("lvm-x1", "lvm-x25")]
     nfs = one(rows, "nfs", "tps")
     return outcome([
@@ -132,17 +133,25 @@ def seed003(rows: list[Row]) -> tuple[bool, list[str]]:
 
 
 def seed004(rows: list[Row]) -> tuple[bool, list[str]]:
-    """First (sequential) writes to a thin volume are slower than to a thick LV; rewrites
-    and reads are not."""
-    dd = [r for r in rows if r.target == "thin" and r.metric == "bw" and r.workload == "dd"]
+    """The write-up's results: the thin pool's own device is a thick LV's equal; on a thin
+    volume sequential first writes (dd to a fresh file) are slower, while rewrites, reads
+    and random writes show no such drop (it measured 275 vs 230 IOPS at iodepth 2, the
+    thin volume ahead)."""
     checks = []
-    for r in dd:
-        first = r.params.get("op") == "write" and r.params.get("file") == "fresh"
-        ok = r.verdict == "worse" if first else r.verdict in ("equivalent", "inconclusive")
+    for r in (r for r in rows if r.metric == "bw" and r.workload == "dd"):
         what = f"dd {r.params.get('op')} {r.params.get('file')}"
-        checks.append(claim(ok, f"{what}: {'slower' if first else 'no cost'}", r))
-    if not dd:
-        return False, ["no dd verdicts for the thin volume"]
+        if r.target == "thin" and r.params.get("op") == "write" and r.params.get("file") == "fresh":
+            checks.append(claim(r.verdict == "worse", f"{what}: slower on a thin volume", r))
+        else:
+            checks.append(claim(r.verdict in ("equivalent", "inconclusive"),
+                                f"{what}: no cost", r))
+    for workload in ("first-writes", "rewrites"):
+        for r in pick(rows, "thin", "iops", op="write"):
+            if r.workload == workload:
+                checks.append(claim(r.verdict != "worse",
+                                    f"fio random {workload}: no drop on a thin volume", r))
+    if len(checks) < 8:  # 3 dd cases x 2 targets, 2 fio cases
+        return False, [f"expected 8 verdicts (dd, fio), found {len(checks)}"]
     return outcome(checks)
 
 
