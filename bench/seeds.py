@@ -139,7 +139,7 @@ def seed004(rows: list[Row]) -> tuple[bool, list[str]]:
     thin volume ahead)."""
     checks = []
     for r in (r for r in rows if r.metric == "bw" and r.workload == "dd"):
-        what = f"dd {r.params.get('op')} {r.params.get('file')}"
+        what = " ".join(["dd", *(str(r.params[k]) for k in ("op", "file") if k in r.params)])
         if r.target == "thin" and r.params.get("op") == "write" and r.params.get("file") == "fresh":
             checks.append(claim(r.verdict == "worse", f"{what}: slower on a thin volume", r))
         else:
