@@ -1,9 +1,11 @@
 """Lab VM: boot to first command (median of a few boots) and throttled disk speed vs its cap.
 
 Each boot runs, in the guest, fio on a "standard" disk (500 IOPS, 50 MiB/s) and a
-"fast" disk (2000 IOPS, 200 MiB/s): random 4k reads at QD32 (capped by IOPS) and
-sequential 1M reads at QD4 on the standard disk (capped by bandwidth). Target:
-within ±3 % of the cap. Prints the figures and a Markdown table for docs/lab.md.
+"fast" disk (2000 IOPS, 200 MiB/s): random 4k reads at QD32 (capped by IOPS),
+sequential 1M reads at QD4 on the standard disk (capped by bandwidth), and random 4k
+writes at QD32 on the standard disk (write-through classes: each write is FUA, which
+must not cost more than the cap). Target: within ±3 % of the cap. Prints the figures
+and a Markdown table for docs/lab.md.
 
     .venv/bin/python bench/lab_boot.py [--boots 3] [--runtime 8]
 """
@@ -27,6 +29,7 @@ JOBS = (
     ("rand4k-standard", "d1", "--rw=randread --bs=4k --iodepth=32", "iops", 500),
     ("rand4k-fast", "d2", "--rw=randread --bs=4k --iodepth=32", "iops", 2000),
     ("seq1m-standard", "d1", "--rw=read --bs=1M --iodepth=4", "bw", 50 * MiB),
+    ("randwrite4k-standard", "d1", "--rw=randwrite --bs=4k --iodepth=32", "iops", 500),
 )
 
 
@@ -42,8 +45,9 @@ def guest_command(outdir: Path, runtime: int) -> list[str]:
 
 
 def measured(outdir: Path, job: str, metric: str) -> float:
-    read = json.loads((outdir / f"{job}.json").read_text())["jobs"][0]["read"]
-    return float(read["iops"]) if metric == "iops" else float(read["bw_bytes"])
+    data = json.loads((outdir / f"{job}.json").read_text())["jobs"][0]
+    side = data["write"] if "write" in job else data["read"]
+    return float(side["iops"]) if metric == "iops" else float(side["bw_bytes"])
 
 
 def main() -> None:
