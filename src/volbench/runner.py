@@ -24,7 +24,7 @@ from volbench import adaptive, hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
-from volbench.lab.spec import inside_lab
+from volbench.lab.guest import inside_lab
 from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
 from volbench.plan import Group, Plan, PlannedRun, make_plan

@@ -51,12 +51,14 @@ GUEST_WORK = Path("/srv/volbench")
 # The host creates this file in OUTDIR/.lab to ask the guest's volbench to stop cleanly.
 STOP = "stop"
 MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP)
+# The guest script exports this, so a `volbench run` inside the VM records the lab's disks.
+INSIDE_LAB = "VOLBENCH_LAB"
 
 _TEMPLATE = """#!/bin/sh
 # Written by volbench (volbench/lab/guest.py) for one lab run; the guest runs it as root.
 lab={lab}
 cat /proc/uptime > "$lab/booted"
-export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench VOLBENCH_LAB=1
+export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench {inside}=1
 export HOME=/tmp/volbench-home TARGETCLI_HOME=/tmp/volbench-targetcli
 export PATH={bindir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {exports}
@@ -98,6 +100,7 @@ def script(
     exports = "\n".join(f"export {k}={q(v)}" for k, v in env.items() if k.isidentifier())
     return _TEMPLATE.format(
         lab=q(str(lab)),
+        inside=INSIDE_LAB,
         bindir=q(str(bindir)),
         exports=exports,
         work=q(str(GUEST_WORK)),
@@ -109,6 +112,11 @@ def script(
         cwd=q(str(cwd)),
         command=shlex.join(argv),
     )
+
+
+def inside_lab() -> bool:
+    """Whether this process runs in the lab VM (the guest script says so)."""
+    return os.environ.get(INSIDE_LAB) == "1"
 
 
 def _copy_db(source: Path, target: Path) -> None:

@@ -38,7 +38,6 @@ Seed 000's LVM over 25 disks is where this decides the result (docs/seeds.md).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,8 +62,6 @@ DEFAULT_MODULES = (
     "dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp", "loop",
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-# The guest script exports this, so a `volbench run` inside the VM records the lab's disks.
-INSIDE_LAB = "VOLBENCH_LAB"
 WRITE_BACK, WRITE_THROUGH = "write-back", "write-through"
 WRITE_CACHES = (WRITE_BACK, WRITE_THROUGH)
 CAP_KEYS = ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
@@ -286,11 +283,6 @@ def parse_section(r: Reader) -> LabSpec | None:
     if not r.has("lab"):
         return None
     return parse(r.sub("lab"))
-
-
-def inside_lab() -> bool:
-    """Whether this process runs in the lab VM (set by the guest script, lab/guest.py)."""
-    return os.environ.get(INSIDE_LAB) == "1"
 
 
 def referenced_disks(document: Any) -> set[str]:

@@ -143,10 +143,9 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
            options: ReportOptions, totals: Sequence[CaseHistogram] | None) -> Report:
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
-    report.baseline = options.baseline or verdicts.baseline_target(experiments,
-                                                                   report.target_order())
-    if options.baseline and options.baseline not in report.target_order():
-        names = report.target_order()
+    names = report.target_order()
+    report.baseline = options.baseline or verdicts.baseline_target(experiments, names)
+    if options.baseline and options.baseline not in names:
         raise VolbenchError(f"baseline {options.baseline}: no target of that name in these "
                             f"results (targets: {', '.join(names)})"
                             + (f"; {hint}" if (hint := did_you_mean(options.baseline, names))
