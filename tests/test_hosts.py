@@ -13,7 +13,7 @@ import pytest
 
 import hostlab
 from conftest import need, tool
-from volbench import hostinfo, journal
+from volbench import hostinfo, journal, kinds
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document
 from volbench.hosts import HostError, HostSpec, SSHSettings
@@ -272,7 +272,7 @@ def test_cleanup_stops_remote_processes_of_a_dead_volbench(
     lines = jrnl.path.read_text().splitlines()
     lines[0] = lines[0].replace(f'"pid": {os.getpid()}', '"pid": 999999999')
     jrnl.path.write_text("\n".join(lines) + "\n")
-    removed, errors = journal.cleanup()
+    removed, errors = kinds.cleanup()
     assert errors == [] and any(r.startswith("remote-process") for r in removed)
     deadline = time.monotonic() + 5
     while set(hostlab.tagged_processes()) & started and time.monotonic() < deadline:

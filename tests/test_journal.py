@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from volbench import journal
+from volbench import journal, kinds
 
 CALLS: list[str] = []
 
@@ -70,7 +70,7 @@ def test_a_journal_with_nothing_left_is_removed() -> None:
 def test_cleanup_replays_only_journals_of_dead_owners(tmp_path: Path) -> None:
     CALLS.clear()
     # A journal written by a process that then died without tearing down.
-    script = ("from volbench import journal; import os\n"
+    script = ("from volbench import devices, journal; import os\n"
               "j = journal.Journal.create('dead')\n"
               "j.add('file', path='" + str(tmp_path / "gone.img") + "')\n"
               "os._exit(9)\n")
@@ -78,7 +78,7 @@ def test_cleanup_replays_only_journals_of_dead_owners(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
     with journal.opened("alive") as j:  # ours, alive: must be left alone
         entry = j.add("test-thing", name="mine")
-        removed, errors = journal.cleanup()
+        removed, errors = kinds.cleanup()
         assert not errors
         assert removed == [f"file path={tmp_path / 'gone.img'}"]
         assert not (tmp_path / "gone.img").exists()
@@ -100,7 +100,7 @@ def test_a_truncated_last_line_is_ignored(tmp_path: Path) -> None:
 
 def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
     """A SIGKILLed volbench is a zombie until reaped: its journal is already orphaned."""
-    script = ("from volbench import journal; import os, sys\n"
+    script = ("from volbench import devices, journal; import os, sys\n"
               "j = journal.Journal.create('dead')\n"
               "j.add('file', path='" + str(tmp_path / "z.img") + "')\n"
               "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"

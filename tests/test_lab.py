@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, STRICT, need
-from volbench import journal, proc, tools
+from volbench import kinds, proc, tools
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document, parse_text
 from volbench.fields import Reader
@@ -540,7 +540,7 @@ def test_kill9_of_volbench_then_cleanup_leaves_nothing(workdir: Path) -> None:
     vb.stop()
     time.sleep(1)
     assert qemu_pids(str(work)), "QEMU outlived volbench: this is what cleanup is for"
-    removed, errors = journal.cleanup()
+    removed, errors = kinds.cleanup()
     assert errors == []
     assert any(line.startswith("process") for line in removed)
     deadline = time.monotonic() + 30

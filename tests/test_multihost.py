@@ -20,7 +20,7 @@ import pytest
 
 import hostlab
 from conftest import DATA, need, tool
-from volbench import journal, proc
+from volbench import kinds, proc
 from volbench.experiment import parse_document
 from volbench.model import Metric, Parsed, RunResult, Status
 from volbench.runner import run_experiment
@@ -449,7 +449,7 @@ def test_cleanup_stops_the_remote_servers_of_a_killed_volbench(
         os.kill(child.pid, signal.SIGKILL)
         child.stop()
     assert hostlab.tagged_processes(), "the remote server should outlive a SIGKILLed volbench"
-    removed, errors = journal.cleanup()
+    removed, errors = kinds.cleanup()
     assert errors == []
     assert any(r.startswith("remote-process") for r in removed)
     assert any(r.startswith("remote-tree") for r in removed)

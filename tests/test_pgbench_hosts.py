@@ -21,7 +21,7 @@ import pytest
 
 import hostlab
 from conftest import DATA, need, tool
-from volbench import journal, proc
+from volbench import journal, kinds, proc
 from volbench.errors import ExperimentError, ParseError
 from volbench.experiment import parse_document
 from volbench.hosts import HostSpec
@@ -624,4 +624,4 @@ def _cleanup_after_kill(journals: Path) -> tuple[list[str], list[str]]:
     deadline = time.monotonic() + 60
     while any(Path(f"/proc/{pid}").exists() for pid in owners) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return journal.cleanup()
+    return kinds.cleanup()

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from volbench import __version__, doctor, experiment, journal, report, targets
+from volbench import __version__, doctor, experiment, kinds, report, targets
 from volbench.defaults import default_experiment
 from volbench.errors import Interrupted, VolbenchError
 from volbench.importer import IMPORTERS, import_files
@@ -162,7 +162,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    removed, errors = journal.cleanup()
+    removed, errors = kinds.cleanup()
     for line in removed:
         print(f"removed {line}")
     for line in errors:

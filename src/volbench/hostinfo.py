@@ -32,8 +32,17 @@ VERSION_ARGS: dict[str, list[str]] = {
     "git": ["--version"],
     "qemu-system-x86_64": ["--version"],
 }
+# The lab's guest script exports this, so a `volbench run` inside the VM records the lab's
+# disks. It lives here, not in lab/, because the engine asks it and must not import the lab.
+INSIDE_LAB = "VOLBENCH_LAB"
+
 # Tools whose only version source is the Debian package.
 PACKAGE_ONLY = {"bonnie++": "bonnie++", "targetcli": "targetcli-fb", "tgtd": "tgt"}
+
+
+def inside_lab() -> bool:
+    """Whether this process runs in the lab VM (the guest script says so)."""
+    return os.environ.get(INSIDE_LAB) == "1"
 
 
 def _read(path: str) -> str:

@@ -37,11 +37,6 @@ def undoer(kind: str) -> Callable[[Undo], Undo]:
     return register
 
 
-def _load_kinds() -> None:
-    """Import every module that registers an undo (late: they import this module)."""
-    import volbench.kinds  # noqa: F401
-
-
 def state_dir() -> Path:
     """Where journals and run-time state live; VOLBENCH_STATE_DIR overrides (tests use it)."""
     override = os.environ.get("VOLBENCH_STATE_DIR")
@@ -95,7 +90,8 @@ class Journal:
         self._file.flush()
 
     def add(self, kind: str, **data: Any) -> Entry:
-        _load_kinds()
+        # The module that creates a resource registers its undo at import, so the kind is
+        # known here without importing every layer (volbench.kinds does that for cleanup).
         if kind not in UNDO:
             raise VolbenchError(f"internal: no undo registered for resource kind {kind!r}")
         entry = Entry(self._next, kind, dict(data))
@@ -258,8 +254,11 @@ def opened(label: str) -> Iterator[Journal]:
 
 
 def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
-    """Undo what dead volbench processes left behind: (removed, errors)."""
-    _load_kinds()
+    """Undo what dead volbench processes left behind: (removed, errors).
+
+    Call it through `volbench.kinds.cleanup`, which first imports every module that
+    registers an undo kind (this module sits below them and cannot import them).
+    """
 
     removed: list[str] = []
     errors: list[str] = []

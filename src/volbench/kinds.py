@@ -1,6 +1,8 @@
 """Imports every module that registers an undo function, so cleanup knows them all."""
 
-from volbench import cgroups, devices, mounts, processes
+from pathlib import Path
+
+from volbench import cgroups, devices, journal, mounts, processes
 from volbench import daemons as stack_daemons  # "daemon"
 from volbench import iscsiserver as iscsi_server  # "iscsi-target"
 from volbench import lvmops as lvm_ops  # "lvm-vg", "lvm-lv"
@@ -15,3 +17,8 @@ __all__ = ["cgroups", "devices", "mounts", "postgres", "processes"]
 __all__ += ["hosts_session", "multihost"]
 __all__ += ["iscsi_server", "iscsi_target", "lvm_ops", "mdraid_target", "nfs_target"]
 __all__ += ["stack_daemons"]
+
+
+def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
+    """`journal.cleanup` with every undo kind registered: (removed, errors)."""
+    return journal.cleanup(directory)

@@ -24,7 +24,6 @@ from volbench import adaptive, hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
-from volbench.lab.guest import inside_lab
 from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
 from volbench.plan import Group, Plan, PlannedRun, make_plan
@@ -314,7 +313,7 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
             if resume:
                 progress.note("nothing to resume for this experiment file: starting afresh")
             env = hostinfo.capture(required_tools(exp))
-            if exp.lab is not None and inside_lab():
+            if exp.lab is not None and hostinfo.inside_lab():
                 # The disks' caps and flush mode are part of what was measured, and the
                 # document only holds the classes the file spelled out, not the defaults.
                 env["lab"] = exp.lab.describe()

@@ -35,6 +35,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from volbench.hostinfo import INSIDE_LAB
+
 # Guest paths that are tmpfs (not the host's files): a command cannot start there.
 GUEST_PRIVATE = (
     "/var/tmp",
@@ -51,8 +53,6 @@ GUEST_WORK = Path("/srv/volbench")
 # The host creates this file in OUTDIR/.lab to ask the guest's volbench to stop cleanly.
 STOP = "stop"
 MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP)
-# The guest script exports this, so a `volbench run` inside the VM records the lab's disks.
-INSIDE_LAB = "VOLBENCH_LAB"
 
 _TEMPLATE = """#!/bin/sh
 # Written by volbench (volbench/lab/guest.py) for one lab run; the guest runs it as root.
@@ -112,11 +112,6 @@ def script(
         cwd=q(str(cwd)),
         command=shlex.join(argv),
     )
-
-
-def inside_lab() -> bool:
-    """Whether this process runs in the lab VM (the guest script says so)."""
-    return os.environ.get(INSIDE_LAB) == "1"
 
 
 def _copy_db(source: Path, target: Path) -> None:
