@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need
+import browser
+from conftest import need, tool
 from test_report import load, make_db, make_run
 from volbench import report
 from volbench.cli import main
 from volbench.model import Histogram, Parsed, RunResult, Series, Status
-from volbench.report import browser
 
 TARGETS = (("xfs", 1.0), ("ext4", 1.1), ("nfs", 0.5))
 SIZES = ("64M", "256M")
@@ -168,7 +168,7 @@ def test_console_errors_are_caught(tmp_path: Path) -> None:
 
 
 def test_charts_as_svg_and_png_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _chromium()
+    tool("rsvg-convert")
     db = make_db(tmp_path / "rich.db", rich_runs(), document={"name": "rich", "baseline": "xfs"})
     out = tmp_path / "charts"
     assert main(["report", "--db", str(db), "--charts", str(out), "--png"]) == 0

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from volbench import __version__, doctor, experiment, kinds, report, targets
+from volbench import __version__, doctor, experiment, kinds, report, svgpng, targets
 from volbench.defaults import default_experiment
 from volbench.errors import Interrupted, VolbenchError
 from volbench.importer import IMPORTERS, import_files
@@ -121,7 +121,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                                        baseline=args.baseline)
         rep = _report_for(store, _experiment_ids(store, args.experiment), options)
         if args.charts is not None:
-            paths = report.write_charts(rep, options, args.charts, png=args.png)
+            charts = report.write_charts(rep, options, args.charts)
+            paths = [path for path, _, _ in charts]
+            if args.png:
+                paths += svgpng.all_to_png(charts)
             print(f"wrote {len(paths)} chart file(s) to {args.charts}")
             if args.format is None and args.output is None:
                 return 0  # only the charts were asked for

@@ -71,6 +71,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("blockdev", "util-linux", "wiping listed disks (wipe: true)"),
     Tool("ip", "iproute2", "multi-host tests in network namespaces"),
     Tool("ssh", "openssh-client", "remote load hosts"),
+    Tool("rsvg-convert", "librsvg2-bin", "PNG charts (volbench report --charts DIR --png)"),
 ]}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from volbench import metricinfo as metrics
 from volbench.model import RunResult, Series, Status, canonical_json, params_key
@@ -32,7 +32,19 @@ class Chart:
     title: str
     kind: str  # "bars", "percentiles", "series"
     workload: str
-    svg: str
+    drawing: svg.Drawing
+
+    @property
+    def svg(self) -> str:
+        return self.drawing.text
+
+    @property
+    def width(self) -> int:
+        return self.drawing.width
+
+    @property
+    def height(self) -> int:
+        return self.drawing.height
 
 
 def _slug(*parts: str) -> str:
@@ -283,6 +295,6 @@ def all_charts(report: Report, options: ReportOptions) -> list[Chart]:
         unique.append(
             chart
             if n == 0
-            else Chart(f"{chart.slug}-{n + 1}", chart.title, chart.kind, chart.workload, chart.svg)
+            else replace(chart, slug=f"{chart.slug}-{n + 1}")
         )
     return unique

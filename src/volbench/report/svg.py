@@ -86,6 +86,15 @@ def tick_text(value: float) -> str:
     return f"{value:.3g}"
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """A finished chart: its SVG text and the size it was drawn at (CSS pixels)."""
+
+    text: str
+    width: int
+    height: int
+
+
 @dataclass
 class Canvas:
     width: int
@@ -142,8 +151,8 @@ class Canvas:
             self.text(x + 14, y, name, anchor="start")
             x += 24 + 6.5 * len(name)
 
-    def render(self) -> str:
-        return (
+    def render(self) -> Drawing:
+        return Drawing(
             f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
             f'width="{self.width}" height="{self.height}" '
             f'viewBox="0 0 {self.width} {self.height}" font-family="{esc(FONT)}">'
@@ -153,7 +162,9 @@ class Canvas:
             f"{esc(self.title)}</text>"
             f'<text x="{LEFT}" y="31" font-size="11" fill="#555">{esc(self.subtitle)}</text>'
             + "".join(self.parts)
-            + "</svg>"
+            + "</svg>",
+            self.width,
+            self.height,
         )
 
 
@@ -203,7 +214,7 @@ def bar_chart(
     unit: str,
     series: Sequence[tuple[str, str]],
     groups: Sequence[BarGroup],
-) -> str:
+) -> Drawing:
     """Bars (mean) per series within each group, 95 % interval whiskers, runs as dots."""
     per_group = max(1, max((len(g.bars) for g in groups), default=1))
     bar_w = 18.0 if per_group * len(groups) < 30 else 12.0
@@ -287,7 +298,7 @@ def percentile_chart(
     unit: str,
     percentiles: Sequence[float],
     lines: Sequence[tuple[str, str, Sequence[float | None]]],
-) -> str:
+) -> Drawing:
     """One line per series over p50 … p99.99 on a log latency axis."""
     width, height, bottom = 560, 300, 36
     plot_h = height - TOP - bottom
@@ -342,7 +353,7 @@ class Trace:
 
 def series_chart(
     title: str, subtitle: str, unit: str, legend: Sequence[tuple[str, str]], traces: Sequence[Trace]
-) -> str:
+) -> Drawing:
     """Rate over time, one thin line per run; stalls shaded in red."""
     c = Canvas(720, 300, title, subtitle)
     width, height, bottom = c.width, c.height, 36

@@ -1,10 +1,10 @@
 """Headless Chromium driven over the DevTools protocol, with the standard library only.
 
-Used to turn SVG charts into PNG files and, in the tests, to check that the HTML report
-renders without console errors. Chromium (Debian: `apt-get install chromium`) is
-started through `volbench.proc` with a fresh profile directory and the flags this
-machine needs as root and offline; every wait has a deadline, and the browser's whole
-process group is ended on the way out.
+A test helper: checks that the HTML report renders in a real browser without console
+errors (volbench itself makes PNG charts with rsvg-convert, see volbench/svgpng.py).
+Chromium (Debian: `apt-get install chromium`) is started through `volbench.proc` with a
+fresh profile directory and the flags this machine needs as root and offline; every wait
+has a deadline, and the browser's whole process group is ended on the way out.
 
 The protocol client is deliberately small: one WebSocket (RFC 6455: client frames
 masked, text frames, fragmentation, ping/pong and close handled) and request/response
