@@ -15,32 +15,16 @@ import re
 import signal
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from volbench.devices import device_number
 from volbench.errors import ResourceError
 from volbench.journal import Scope, undoer
+from volbench.limits import Limits
 from volbench.recipe import Recipe
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Caps per device and direction; None means uncapped."""
-
-    read_iops: int | None = None
-    write_iops: int | None = None
-    read_bps: int | None = None
-    write_bps: int | None = None
-
-    def items(self) -> list[tuple[str, int]]:
-        return [(f.name, v) for f in fields(self) if (v := getattr(self, f.name)) is not None]
-
-    def __bool__(self) -> bool:
-        return bool(self.items())
 
 
 def available() -> str | None:

@@ -24,13 +24,13 @@ from typing import Any
 
 import yaml
 
-from volbench import cgroups
 from volbench.disks import shared_device_problems
 from volbench.errors import ExperimentError, Problem
 from volbench.fields import Reader, did_you_mean
 from volbench.hosts import HostSpec, parse_hosts
 from volbench.lab.spec import LabSpec
 from volbench.lab.spec import parse_section as parse_lab_section
+from volbench.limits import Limits
 from volbench.model import digest
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
@@ -242,9 +242,9 @@ def _check_dependencies(items: list[Reader], specs: list[TargetSpec], names: lis
                 todo += by_name[dep].on
 
 
-def _limits(item: Reader) -> cgroups.Limits:
+def _limits(item: Reader) -> Limits:
     if not item.has("limits"):
-        return cgroups.Limits()
+        return Limits()
     lr = item.sub("limits")
 
     def optional_int(key: str) -> int | None:
@@ -260,7 +260,7 @@ def _limits(item: Reader) -> cgroups.Limits:
             lr.problem(key, "must be positive, e.g. 50M (bytes per second)")
         return value
 
-    limits = cgroups.Limits(optional_int("read_iops"), optional_int("write_iops"),
+    limits = Limits(optional_int("read_iops"), optional_int("write_iops"),
                             optional_rate("read_bps"), optional_rate("write_bps"))
     lr.finish()
     if not limits:

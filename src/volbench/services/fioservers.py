@@ -36,11 +36,11 @@ from volbench.hosts import HostError, HostSpec
 from volbench.hosts.session import HostProcess
 from volbench.journal import Entry, Scope
 from volbench.model import Params
+from volbench.services.keys import FIO_CLIENTS as CLIENTS
 from volbench.targets.multihost import MultiBuilt, Placement
 from volbench.workloads.base import ServiceContext, ServiceHandle
 
 # The service value fio's command() looks for (JSON: one entry per host).
-CLIENTS = "fio_clients"
 PORT_TRIES = 16
 READY_TIMEOUT = 20.0
 # (where the server runs, address, port) of every server this process runs. Global on

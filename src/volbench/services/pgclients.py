@@ -40,10 +40,10 @@ from volbench.errors import ResourceError
 from volbench.hosts import HostError, HostSpec, route_source
 from volbench.hosts.session import Session, open_session
 from volbench.services import postgres
+from volbench.services.keys import PGBENCH_CLIENTS as CLIENTS
 from volbench.workloads.base import ServiceContext, ServiceHandle
 
 # The service value the pgbench workload reads (JSON: one entry per client host).
-CLIENTS = "pgbench_clients"
 
 
 def _resolve(address: str, host: str) -> str:

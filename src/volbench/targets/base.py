@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.cgroups import Limits
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, make_and_mount
 from volbench.journal import Scope
+from volbench.limits import Limits
 from volbench.mounts import mount_info
 from volbench.recipe import Recipe
 

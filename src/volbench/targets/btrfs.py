@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.cgroups import Limits
 from volbench.devices import attach_loop, create_image
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, make_and_mount
+from volbench.limits import Limits
 from volbench.mounts import mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench.cgroups import Limits
 from volbench.fields import Reader
+from volbench.limits import Limits
 from volbench.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 

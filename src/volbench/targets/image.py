@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from volbench import units
-from volbench.cgroups import Limits
 from volbench.devices import attach_loop, create_image
 from volbench.errors import ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, parse_fs
+from volbench.limits import Limits
 from volbench.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 

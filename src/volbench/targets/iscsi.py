@@ -29,16 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from volbench import blockstack, daemons, iscsiserver, proc, stackparse
-from volbench.cgroups import Limits
 from volbench.disks import DiskSource, provide
 from volbench.errors import ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, parse_fs
 from volbench.journal import Scope, undoer
+from volbench.limits import Limits
 from volbench.mounts import make_tree
 from volbench.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
-from volbench.targets.nfs import parse_own_disk
+from volbench.targets.source import parse_own_disk
 from volbench.tools import require
 
 SERVERS = ("lio", "tgt")

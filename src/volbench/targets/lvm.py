@@ -45,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from volbench import blockstack, lvmops, units
-from volbench.cgroups import Limits
 from volbench.disks import DiskSource, parse_source, provide
 from volbench.errors import ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, mkfs_argv, parse_fs
+from volbench.limits import Limits
 from volbench.mounts import mount, mount_info
 from volbench.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec

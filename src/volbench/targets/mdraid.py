@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from volbench import blockstack, guard, proc, stackparse, units
-from volbench.cgroups import Limits
 from volbench.disks import DiskSource, parse_source, provide
 from volbench.errors import ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, parse_fs
 from volbench.journal import Scope, undoer
+from volbench.limits import Limits
 from volbench.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 from volbench.tools import require

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from volbench import hostinfo
-from volbench.cgroups import Limits
 from volbench.errors import Problem
 from volbench.fields import Reader, did_you_mean
 from volbench.hosts import HostSpec
 from volbench.hosts.session import Session, open_session
 from volbench.journal import Scope, undoer
+from volbench.limits import Limits
 from volbench.mounts import make_tree
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 

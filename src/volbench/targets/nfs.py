@@ -46,16 +46,17 @@ from pathlib import Path
 from typing import Any
 
 from volbench import blockstack, daemons, proc, stackparse
-from volbench.cgroups import Limits
-from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable_problem
+from volbench.disks import DiskSource, provide
 from volbench.errors import CommandFailed, ResourceError
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, make_and_mount, parse_fs
 from volbench.hosts import NETNS_DIR, route_source, valid_netns
 from volbench.journal import Scope, undoer
+from volbench.limits import Limits
 from volbench.mounts import is_mounted, make_dir, make_tree, mount_info
 from volbench.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.source import parse_own_disk
 from volbench.tools import require
 
 VERSIONS = ("3", "4", "4.0", "4.1", "4.2")
@@ -81,23 +82,6 @@ class NfsSpec(TargetSpec):
     @property
     def v4(self) -> bool:
         return self.version.startswith("4")
-
-
-def parse_own_disk(r: Reader) -> DiskSource | None:
-    """`device:` / `devices:` / `disks:` for a target that may also be built `on:` another."""
-    if r.has("on"):
-        for key in ("device", "devices", "disks"):
-            if r.has(key):
-                r.raw(key)
-                r.problem(key, "give either on: or a disk of its own, not both")
-        return None
-    if r.has("device"):
-        path = r.text("device")
-        why = stable_problem(path) if path else None
-        if why:
-            r.problem("device", why)
-        return DiskSource((ListedDisk(path, r.boolean("wipe", False)),), count=1)
-    return parse_source(r, minimum=1, maximum=1)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:

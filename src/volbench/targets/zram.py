@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.cgroups import Limits
 from volbench.devices import create_zram
 from volbench.fields import Reader
 from volbench.filesystems import FsSpec, parse_fs
+from volbench.limits import Limits
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 

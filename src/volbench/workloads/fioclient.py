@@ -30,9 +30,9 @@ from typing import Any
 from volbench import units
 from volbench.errors import ParseError
 from volbench.model import Params, Parsed, Series
+from volbench.services.keys import FIO_CLIENTS as CLIENTS
 from volbench.workloads.base import Invocation, RunContext
 
-CLIENTS = "fio_clients"  # same key as services.fioservers.CLIENTS (no import: no cycle)
 MANIFEST = "clients.json"
 LOG_PREFIX = "fio"
 _CLIENT_LOG = re.compile(rf"^{LOG_PREFIX}-(.+)_(iops|bw)\.(\d+)\.log\.(.+)$")

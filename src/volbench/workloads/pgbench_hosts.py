@@ -38,10 +38,10 @@ from volbench.errors import ParseError, Problem
 from volbench.fields import Reader, did_you_mean
 from volbench.hosts import HostSpec
 from volbench.model import Histogram, Metric, Parsed, Series, digest
+from volbench.services.keys import PGBENCH_CLIENTS as CLIENTS
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import Invocation, RunContext, WorkloadSpec
 
-CLIENTS = "pgbench_clients"  # same key as services.pgclients.CLIENTS
 SPEC = "multipgbench-spec.json"
 RESULT = "multipgbench.json"
 TXLOG = "pgbench_txlog"
