@@ -27,7 +27,7 @@ from volbench.runner import run_experiment
 from volbench.store import Store
 from volbench.targets.base import Built
 from volbench.workloads import fio, fioclient
-from volbench.workloads.base import RunContext, RunOutput
+from volbench.workloads.base import LostHosts, RunContext, RunOutput
 
 CAP = DATA / "fio" / "3.33"
 RANDREAD = {
@@ -103,7 +103,7 @@ def test_client_results_are_tagged_with_host_names_and_add_up() -> None:
 
 
 def test_a_server_killed_mid_run_is_named_and_the_others_are_kept() -> None:
-    with pytest.raises(fioclient.PartialResults) as err:
+    with pytest.raises(LostHosts) as err:
         parse(capture("client-netns-1killed"))
     assert list(err.value.lost) == ["a"]
     assert str(err.value).startswith(
@@ -117,7 +117,7 @@ def test_a_server_killed_mid_run_is_named_and_the_others_are_kept() -> None:
 
 
 def test_a_server_that_does_not_answer_is_named() -> None:
-    with pytest.raises(fioclient.PartialResults) as err:
+    with pytest.raises(LostHosts) as err:
         parse(capture("client-netns-1refused"))
     assert list(err.value.lost) == ["a"]
     assert "fio could not connect to its server at 10.213.1.2:8773" in err.value.lost["a"]
@@ -338,7 +338,7 @@ def test_a_server_killed_mid_run_fails_that_run_and_keeps_the_others(
     assert all(r.status is Status.OK for r in runs if r.target == "disk")
     first, second = pair
     # fio reports the survivor; volbench names the lost host.
-    with pytest.raises(fioclient.PartialResults) as err:
+    with pytest.raises(LostHosts) as err:
         parse(dict(first.outputs))
     assert list(err.value.lost) == ["a"] and "disconnected" in err.value.lost["a"]
     assert value(err.value.partial.metrics, "iops", host="b", op="read") > 100

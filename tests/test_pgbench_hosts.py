@@ -34,7 +34,7 @@ from volbench.store import Store
 from volbench.targets.base import Built
 from volbench.workloads import pgbench, pgbench_hosts
 from volbench.workloads import pgbench_parse as parsing
-from volbench.workloads.base import RunContext, RunOutput
+from volbench.workloads.base import LostHosts, RunContext, RunOutput
 
 PG = DATA / "multipgbench" / "pgbench-15.20"
 IP = DATA / "ip" / "6.1.0"
@@ -139,7 +139,7 @@ def test_one_host_is_its_own_total() -> None:
 
 
 def test_a_host_without_a_route_is_named_and_the_others_kept() -> None:
-    with pytest.raises(pgbench_hosts.LostHosts) as err:
+    with pytest.raises(LostHosts) as err:
         parse("multi-1unreachable")
     assert list(err.value.lost) == ["c"]
     assert str(err.value).startswith(
@@ -157,7 +157,7 @@ def test_a_host_without_a_route_is_named_and_the_others_kept() -> None:
 
 
 def test_a_host_refused_by_pg_hba_is_named() -> None:
-    with pytest.raises(pgbench_hosts.LostHosts) as err:
+    with pytest.raises(LostHosts) as err:
         parse("multi-hba-refused")
     assert list(err.value.lost) == ["b"]
     assert "the server refused the host's address" in err.value.lost["b"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from volbench.errors import ParseError
 from volbench.fields import Reader
 from volbench.journal import Scope
 from volbench.model import Params, Parsed, Scalar
@@ -129,3 +130,15 @@ class WorkloadKind:
     partial_results: bool = False
     # Working set in bytes for a case (compared with RAM), if the workload knows it.
     working_set: Callable[[Any, Params], int | None] = lambda spec, params: None
+
+
+class LostHosts(ParseError):
+    """Some hosts of a multi-host run gave no (complete) results; the others' are `partial`."""
+
+    def __init__(self, tool: str, what: str, lost: Mapping[str, str], parsed: Parsed) -> None:
+        self.lost = dict(lost)
+        self.partial = parsed
+        named = "; ".join(f"host {h}: {why}" for h, why in lost.items())
+        super().__init__(
+            tool, what, f"{named} (the other hosts ran; their numbers stay with this failed run)"
+        )

@@ -31,27 +31,13 @@ from volbench import units
 from volbench.errors import ParseError
 from volbench.model import Params, Parsed, Series
 from volbench.services.keys import FIO_CLIENTS as CLIENTS
-from volbench.workloads.base import Invocation, RunContext
+from volbench.workloads.base import Invocation, LostHosts, RunContext
 
 MANIFEST = "clients.json"
 LOG_PREFIX = "fio"
 _CLIENT_LOG = re.compile(rf"^{LOG_PREFIX}-(.+)_(iops|bw)\.(\d+)\.log\.(.+)$")
 _DISCONNECTED = re.compile(r"client: host=(\S+) disconnected")
 _NO_CONNECT = re.compile(r"failed to connect to (\S+):(\d+)")
-
-
-class PartialResults(ParseError):
-    """Some hosts gave no (complete) results; the others' numbers are in `parsed`."""
-
-    def __init__(self, lost: Mapping[str, str], parsed: Parsed) -> None:
-        self.lost = dict(lost)
-        self.partial = parsed
-        what = "; ".join(f"host {h}: {why}" for h, why in lost.items())
-        super().__init__(
-            "fio",
-            "client/server run",
-            f"{what} (the other hosts ran; their output stays with this failed run)",
-        )
 
 
 def clients(ctx: RunContext) -> list[dict[str, Any]] | None:
@@ -283,7 +269,9 @@ def parse(
     if lost:
         # Without every host, fio's "All clients" sum is not the experiment's total.
         kept = [m for m in parsed.metrics if m.tags.get("host") != "all"]
-        raise PartialResults(
+        raise LostHosts(
+            "fio",
+            "client/server run",
             lost,
             Parsed(
                 tuple(kept),
@@ -297,7 +285,6 @@ def parse(
 __all__ = [
     "CLIENTS",
     "MANIFEST",
-    "PartialResults",
     "command",
     "job_text",
     "layout",

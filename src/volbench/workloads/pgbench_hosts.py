@@ -40,7 +40,7 @@ from volbench.hosts import HostSpec
 from volbench.model import Histogram, Metric, Parsed, Series, digest
 from volbench.services.keys import PGBENCH_CLIENTS as CLIENTS
 from volbench.workloads import pgbench_parse as parsing
-from volbench.workloads.base import Invocation, RunContext, WorkloadSpec
+from volbench.workloads.base import Invocation, LostHosts, RunContext, WorkloadSpec
 
 SPEC = "multipgbench-spec.json"
 RESULT = "multipgbench.json"
@@ -62,20 +62,6 @@ WEIGHTED = ("latency_avg", "schedule_lag_avg", "statement_latency", "connection_
 LATEST = ("initial_connection_time", "schedule_lag_max")
 # The scripts that insert one pgbench_history row per committed transaction.
 HISTORY_SCRIPTS = ("tpcb-like", "simple-update")
-
-
-class LostHosts(ParseError):
-    """Some hosts gave no results; the others' numbers are in `partial`."""
-
-    def __init__(self, lost: Mapping[str, str], parsed: Parsed) -> None:
-        self.lost = dict(lost)
-        self.partial = parsed
-        what = "; ".join(f"host {h}: {why}" for h, why in lost.items())
-        super().__init__(
-            "pgbench",
-            "multi-host run",
-            f"{what} (the other hosts ran; their numbers stay with this failed run)",
-        )
 
 
 # -- the experiment file -------------------------------------------------------------------
@@ -447,7 +433,8 @@ def parse_output(outputs: Mapping[str, str], sampling: float, aggregate: bool) -
             metrics, hists = metrics + more, hists + hist
     metrics += _server_count(data)
     if lost:
-        raise LostHosts(lost, Parsed(tuple(metrics), tuple(series), tuple(hists)))
+        partial = Parsed(tuple(metrics), tuple(series), tuple(hists))
+        raise LostHosts("pgbench", "multi-host run", lost, partial)
     metrics += total_metrics(list(runs.values()))
     series += total_series(list(runs.values()))
     logs = [r.log for r in runs.values() if r.log is not None]
@@ -464,7 +451,6 @@ def parse_output(outputs: Mapping[str, str], sampling: float, aggregate: bool) -
 __all__ = [
     "CLIENTS",
     "RESULT",
-    "LostHosts",
     "bind_client_hosts",
     "command",
     "parse_fields",
