@@ -8,7 +8,6 @@ skips into failures: a CI machine must run every test for real.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -17,20 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from volbench import devices, mounts
-from volbench.cgroups import BLKIO
-
-STRICT = os.environ.get("VOLBENCH_TESTS_STRICT") == "1"
-DATA = Path(__file__).parent / "data"
-
-
-def need(condition: bool, why: str) -> None:
-    """Skip (or, in strict mode, fail) when a requirement is missing."""
-    if condition:
-        return
-    if STRICT:
-        pytest.fail(f"requirement missing in strict mode: {why}")
-    pytest.skip(why)
+from support import STRICT, leftovers
+from volbench import devices
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -59,28 +46,3 @@ def workdir() -> Iterator[Path]:
     leaks = leftovers(path)
     shutil.rmtree(path, ignore_errors=True)
     assert not leaks, f"test left resources behind: {leaks}"
-
-
-def leftovers(path: Path) -> list[str]:
-    """Loop devices backed by files under `path`, mounts under it, our cgroups."""
-    found: list[str] = []
-    prefix = str(path)
-    out = devices.proc.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout
-    if out.strip():
-        for dev in json.loads(out).get("loopdevices", []):
-            if str(dev.get("back-file") or "").startswith(prefix):
-                found.append(f"loop {dev['name']} -> {dev['back-file']}")
-    found += [f"mount {m}" for m in mounts.mounted_under(path)]
-    if BLKIO.exists():
-        found += [f"cgroup {p}" for p in BLKIO.glob(f"volbench-{os.getpid()}-*")]
-    return found
-
-
-def tool(name: str) -> str:
-    """Path of a tool the test needs (skip or fail in strict mode when missing)."""
-    from volbench import tools
-
-    path = tools.find(name)
-    need(path is not None, f"{name} is not installed")
-    assert path is not None
-    return path

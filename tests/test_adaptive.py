@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tool
+from support import tool
 from volbench.adaptive import Pending, pending
 from volbench.experiment import parse_document
 from volbench.model import Metric, Parsed, RunResult, Status, canonical_json

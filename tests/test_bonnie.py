@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, tool
+from support import DATA, tool
 from volbench.errors import ExperimentError, ParseError
 from volbench.experiment import parse_document
 from volbench.importer import IMPORTERS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from support import DATA
 from volbench.cli import main, parser
 from volbench.store import Store
 

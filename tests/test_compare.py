@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from test_report import ENV, load, make_db, make_run
+from support import ENV, load, make_db, make_run
 from volbench.cli import main
 from volbench.compare import compare_reports, environment_differences
 from volbench.model import RunResult

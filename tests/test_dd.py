@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, need, tool
+from support import DATA, need, tool
 from volbench.errors import ExperimentError, ParseError, VolbenchError
 from volbench.experiment import parse_document
 from volbench.importer import IMPORTERS

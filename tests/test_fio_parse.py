@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from support import DATA
 from volbench.errors import ParseError
 from volbench.model import Metric
 from volbench.workloads import fio

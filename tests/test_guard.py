@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, tool
+from support import DATA, tool
 from volbench import disks, guard, proc
 from volbench.errors import CommandFailed, ExperimentError, UnsafeDevice
 from volbench.experiment import parse_document

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, tool
+from support import DATA, tool
 from volbench.errors import ParseError, VolbenchError
 from volbench.execution import measure
 from volbench.experiment import parse_document

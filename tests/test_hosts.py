@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import hostlab
-from conftest import need, tool
+from support import need, tool
 from volbench import hostinfo, journal, kinds
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 import browser
-from conftest import need, tool
-from test_report import load, make_db, make_run
+from support import load, make_db, make_run, need, tool
 from volbench import report
 from volbench.cli import main
 from volbench.model import Histogram, Parsed, RunResult, Series, Status

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import tool
+from support import tool
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document
 from volbench.runner import run_experiment

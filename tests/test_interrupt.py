@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import leftovers, tool
+from support import leftovers, tool
 
 pytestmark = pytest.mark.root
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, STRICT, need
+from support import DATA, need, need_lab
 from volbench import kinds, proc, tools
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document, parse_text
@@ -237,23 +237,6 @@ def test_console_tail() -> None:
 
 
 # -- real boots ----------------------------------------------------------------------------------
-
-
-def need_lab() -> None:
-    need(tools.find("qemu-system-x86_64") is not None, "qemu-system-x86 is not installed")
-    need(find_vng() is not None, "virtme-ng is not installed (pip install 'volbench[lab]')")
-    busybox = tools.find("busybox")
-    static = (
-        busybox is not None
-        and "statically linked" in proc.run(["file", "-L", busybox], timeout=30, check=False).stdout
-    )
-    need(static, "busybox-static is not installed")
-    try:
-        lab_kernel.ensure_kernel()
-    except KernelUnavailable as exc:
-        if STRICT:
-            raise
-        pytest.skip(str(exc))
 
 
 def qemu_pids(marker: str) -> list[int]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import tool
+from support import tool
 from volbench import proc
 from volbench.errors import ExperimentError, ParseError
 from volbench.experiment import parse_document

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import hostlab
-from conftest import DATA, need, tool
+from support import DATA, need, tool
 from volbench import kinds, proc
 from volbench.experiment import parse_document
 from volbench.model import Metric, Parsed, RunResult, Status

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import hostlab
-from conftest import DATA, need, tool
+from support import DATA, need, tool
 from volbench import journal, kinds, proc
 from volbench.errors import ExperimentError, ParseError
 from volbench.experiment import parse_document

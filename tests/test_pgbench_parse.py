@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA
+from support import DATA
 from volbench import hostinfo
 from volbench.errors import ExperimentError, ParseError
 from volbench.experiment import parse_document

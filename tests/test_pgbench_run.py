@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import tool
+from support import tool
 from volbench import hostinfo, journal
 from volbench.errors import Interrupted
 from volbench.experiment import parse_document

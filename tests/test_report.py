@@ -8,102 +8,15 @@ comments), not produced by the code under test.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support import load, make_db, make_run
 from volbench import report
 from volbench.cli import main
-from volbench.model import Metric, Parsed, RunResult, Status
+from volbench.model import RunResult
 from volbench.report.options import ReportOptions
-from volbench.store import Store
-
-UNITS = {
-    "iops": "op/s",
-    "bw": "B/s",
-    "lat_mean": "s",
-    "io_bytes": "B",
-    "clat_p99": "s",
-    "tps": "tx/s",
-    "cpu_usr": "%",
-}
-ENV = {
-    "checked": {
-        "kernel": "6.1.0",
-        "cpu": "Test CPU",
-        "memory_bytes": 8 * 1024**3,
-        "tools": {"fio": "fio-3.33"},
-    },
-    "hostname": "h1",
-}
-
-
-def make_run(
-    target: str,
-    values: Mapping[str, float],
-    rep: int,
-    *,
-    started: float,
-    workload: str = "w",
-    params: Mapping[str, Any] | None = None,
-    status: Status = Status.OK,
-    annotations: Mapping[str, Any] | None = None,
-    tags: Mapping[str, str] | None = None,
-    parsed_extra: Parsed | None = None,
-    error: str = "",
-) -> RunResult:
-    tags = {"op": "read"} if tags is None else dict(tags)
-    metrics = tuple(
-        Metric(name, value, UNITS.get(name, ""), tags) for name, value in values.items()
-    )
-    extra = parsed_extra or Parsed()
-    return RunResult(
-        target,
-        workload,
-        dict(params or {"bs": "4k", "rw": "randread"}),
-        rep,
-        status,
-        started,
-        started + 5.0,
-        error=error,
-        parsed=Parsed(metrics, extra.series, extra.histograms),
-        annotations=dict(annotations or {}),
-    )
-
-
-def make_db(
-    path: Path,
-    runs: Sequence[RunResult],
-    *,
-    document: Mapping[str, Any] | None = None,
-    environment: Mapping[str, Any] | None = None,
-    name: str = "demo",
-    targets: Sequence[str] | None = None,
-) -> Path:
-    doc = dict(document or {"name": name})
-    with Store(path) as store:
-        exp = store.begin_experiment(name, f"hash-{name}", doc, dict(environment or ENV), None)
-        for t in targets or list(dict.fromkeys(r.target for r in runs)):
-            store.save_target(exp, t, "loopdisk", "built", {"recipe": [f"mkfs.xfs /dev/{t}"]})
-        for r in runs:
-            store.save_run(exp, r)
-        store.set_status(exp, "done")
-    return path
-
-
-def load(path: Path, options: ReportOptions | None = None) -> report.Report:
-    with Store(path, create=False) as store:
-        rows = store.experiments()
-        ids = [rows[-1].id]
-        return report.build(
-            [store.experiment(i) for i in ids],
-            [t for i in ids for t in store.targets(i)],
-            store.runs(ids, series=True, histograms=True),
-            options,
-        )
-
 
 # -- the demo database -------------------------------------------------------------------
 # a and b (workload w): zero spread, so every figure is exact: b's IOPS are 110 / 100 =

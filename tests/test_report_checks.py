@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report import load, make_db, make_run
+from support import load, make_db, make_run
 from volbench import metricinfo as metrics
 from volbench import report
 from volbench.cli import main

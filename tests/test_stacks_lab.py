@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from test_lab import need_lab
+from support import need_lab
 from volbench.lab import LabDisk, LabSpec, run_in_vm
 from volbench.store import Store
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, need
+from support import DATA, need
 from volbench import blockstack, daemons, journal, proc, stackparse
 from volbench.errors import ExperimentError, ParseError, ResourceError
 from volbench.experiment import parse_document

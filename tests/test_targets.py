@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conftest import tool
+from support import tool
 from volbench.experiment import parse_document
 from volbench.runner import run_experiment
 from volbench.store import Store

@@ -1,0 +1,163 @@
+"""What tests share: requirements (need, tool, need_lab), captured outputs (DATA),
+leftover checks, and small result databases built through the real store.
+
+One module, so test files never import each other (or conftest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volbench import devices, mounts, proc, report, tools
+from volbench.cgroups import BLKIO
+from volbench.lab import kernel as lab_kernel
+from volbench.lab.errors import KernelUnavailable
+from volbench.lab.vm import find_vng
+from volbench.model import Metric, Parsed, RunResult, Status
+from volbench.report.options import ReportOptions
+from volbench.store import Store
+
+STRICT = os.environ.get("VOLBENCH_TESTS_STRICT") == "1"
+DATA = Path(__file__).parent / "data"
+
+
+def need(condition: bool, why: str) -> None:
+    """Skip (or, in strict mode, fail) when a requirement is missing."""
+    if condition:
+        return
+    if STRICT:
+        pytest.fail(f"requirement missing in strict mode: {why}")
+    pytest.skip(why)
+
+
+def leftovers(path: Path) -> list[str]:
+    """Loop devices backed by files under `path`, mounts under it, our cgroups."""
+    found: list[str] = []
+    prefix = str(path)
+    out = devices.proc.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout
+    if out.strip():
+        for dev in json.loads(out).get("loopdevices", []):
+            if str(dev.get("back-file") or "").startswith(prefix):
+                found.append(f"loop {dev['name']} -> {dev['back-file']}")
+    found += [f"mount {m}" for m in mounts.mounted_under(path)]
+    if BLKIO.exists():
+        found += [f"cgroup {p}" for p in BLKIO.glob(f"volbench-{os.getpid()}-*")]
+    return found
+
+
+def tool(name: str) -> str:
+    """Path of a tool the test needs (skip or fail in strict mode when missing)."""
+    path = tools.find(name)
+    need(path is not None, f"{name} is not installed")
+    assert path is not None
+    return path
+
+
+def need_lab() -> None:
+    need(tools.find("qemu-system-x86_64") is not None, "qemu-system-x86 is not installed")
+    need(find_vng() is not None, "virtme-ng is not installed (pip install 'volbench[lab]')")
+    busybox = tools.find("busybox")
+    static = (
+        busybox is not None
+        and "statically linked" in proc.run(["file", "-L", busybox], timeout=30, check=False).stdout
+    )
+    need(static, "busybox-static is not installed")
+    try:
+        lab_kernel.ensure_kernel()
+    except KernelUnavailable as exc:
+        if STRICT:
+            raise
+        pytest.skip(str(exc))
+
+
+# -- small result databases ------------------------------------------------------------
+
+UNITS = {
+    "iops": "op/s",
+    "bw": "B/s",
+    "lat_mean": "s",
+    "io_bytes": "B",
+    "clat_p99": "s",
+    "tps": "tx/s",
+    "cpu_usr": "%",
+}
+ENV = {
+    "checked": {
+        "kernel": "6.1.0",
+        "cpu": "Test CPU",
+        "memory_bytes": 8 * 1024**3,
+        "tools": {"fio": "fio-3.33"},
+    },
+    "hostname": "h1",
+}
+
+
+def make_run(
+    target: str,
+    values: Mapping[str, float],
+    rep: int,
+    *,
+    started: float,
+    workload: str = "w",
+    params: Mapping[str, Any] | None = None,
+    status: Status = Status.OK,
+    annotations: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    parsed_extra: Parsed | None = None,
+    error: str = "",
+) -> RunResult:
+    tags = {"op": "read"} if tags is None else dict(tags)
+    metrics = tuple(
+        Metric(name, value, UNITS.get(name, ""), tags) for name, value in values.items()
+    )
+    extra = parsed_extra or Parsed()
+    return RunResult(
+        target,
+        workload,
+        dict(params or {"bs": "4k", "rw": "randread"}),
+        rep,
+        status,
+        started,
+        started + 5.0,
+        error=error,
+        parsed=Parsed(metrics, extra.series, extra.histograms),
+        annotations=dict(annotations or {}),
+    )
+
+
+def make_db(
+    path: Path,
+    runs: Sequence[RunResult],
+    *,
+    document: Mapping[str, Any] | None = None,
+    environment: Mapping[str, Any] | None = None,
+    name: str = "demo",
+    targets: Sequence[str] | None = None,
+) -> Path:
+    doc = dict(document or {"name": name})
+    with Store(path) as store:
+        exp = store.begin_experiment(name, f"hash-{name}", doc, dict(environment or ENV), None)
+        for t in targets or list(dict.fromkeys(r.target for r in runs)):
+            store.save_target(exp, t, "loopdisk", "built", {"recipe": [f"mkfs.xfs /dev/{t}"]})
+        for r in runs:
+            store.save_run(exp, r)
+        store.set_status(exp, "done")
+    return path
+
+
+def load(path: Path, options: ReportOptions | None = None) -> report.Report:
+    with Store(path, create=False) as store:
+        rows = store.experiments()
+        ids = [rows[-1].id]
+        return report.build(
+            [store.experiment(i) for i in ids],
+            [t for i in ids for t in store.targets(i)],
+            store.runs(ids, series=True, histograms=True),
+            options,
+        )
