@@ -324,8 +324,8 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--charts", type=Path, metavar="DIR",
                      help="also write every chart as an SVG file into DIR")
     rep.add_argument("--png", action="store_true",
-                     help="with --charts: PNG files too (needs Chromium: apt-get install "
-                     "chromium)")
+                     help="with --charts: PNG files too (needs rsvg-convert: apt-get "
+                     "install librsvg2-bin)")
     cmp = add("compare", cmd_compare, "compare two result sets: B against A, case by case")
     cmp.add_argument("a", type=Path, metavar="A.db", help="results before (the reference)")
     cmp.add_argument("b", type=Path, metavar="B.db", help="results after (the candidate)")
