@@ -24,7 +24,9 @@ from volbench.report.options import ReportOptions
 from volbench.store import Store
 
 STRICT = os.environ.get("VOLBENCH_TESTS_STRICT") == "1"
-DATA = Path(__file__).parent / "data"
+TESTS = Path(__file__).resolve().parent
+DATA = TESTS / "data"
+ROOT = TESTS.parent  # the repository
 
 
 def need(condition: bool, why: str) -> None:

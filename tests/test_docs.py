@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 
 import pytest
 
+from support import ROOT
 from volbench import targets, workloads
 from volbench.cli import parser
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 

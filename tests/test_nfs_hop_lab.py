@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
-from support import need_lab
+from support import TESTS, need_lab
 from volbench.lab import DEFAULT_MODULES, LabDisk, LabSpec, run_in_vm
 from volbench.store import Store
 
 MiB = 1024**2
 DELAY_MS = 1.0  # each way: a round trip costs 2 ms more
-TESTS = Path(__file__).resolve().parent
 STORE = "/dev/disk/by-id/virtio-store"
 FIO = {
     "name": "qd1",
