@@ -129,12 +129,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             if args.format is None and args.output is None:
                 return 0  # only the charts were asked for
         text = report.render(rep, args.format or "table", options)
-    if args.output:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        print(text, end="")
+    _emit(text, args.output)
     return 0
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Write `text` to `output` (-o) and say so, or print it."""
+    if output is None:
+        print(text, end="")
+        return
+    output.write_text(text)
+    print(f"wrote {output}")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -148,11 +153,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             sides.append(_report_for(store, _experiment_ids(store, wanted), options))
     result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
     text = setcompare.render(result, args.format, options.metrics)
-    if args.output:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        print(text, end="")
+    _emit(text, args.output)
     return 0
 
 
