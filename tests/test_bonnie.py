@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from volbench.runner import run_experiment
 from volbench.store import Store
 from volbench.targets.base import Built
 from volbench.workloads import bonnie
-from volbench.workloads.base import RunContext
+from volbench.workloads.base import HostFacts, RunContext
 
 BONNIE = DATA / "bonnie++"
 CSV_FILES = [
@@ -166,7 +165,8 @@ def spec_of(**fields: Any) -> bonnie.BonnieSpec:
 def test_defaults_are_a_quick_run_as_root(tmp_path: Path) -> None:
     spec = spec_of()
     (case,) = bonnie.cases(spec)
-    ctx = RunContext(Built("t", "loopdisk", tmp_path, "/dev/loop9"), tmp_path / "run")
+    root = HostFacts(euid=0)
+    ctx = RunContext(Built("t", "loopdisk", tmp_path, "/dev/loop9"), tmp_path / "run", host=root)
     argv = bonnie.command(spec, case, ctx).argv
     text = " ".join(argv)
     assert "-s 512 " in text and "-r 256" in text and "-n 16 " in text and "-q" in argv
@@ -176,18 +176,19 @@ def test_defaults_are_a_quick_run_as_root(tmp_path: Path) -> None:
     ).argv
     assert "-b" in synced and "-D" in synced
     assert argv[argv.index("-d") + 1] == str(tmp_path / "volbench-b")
-    if os.geteuid() == 0:
-        assert argv[-2:] == ("-u", "root")
+    assert argv[-2:] == ("-u", "root")
+    user = RunContext(ctx.built, ctx.rundir, host=HostFacts(euid=1000))
+    assert "-u" not in bonnie.command(spec, case, user).argv  # bonnie++ runs as its caller
 
 
 def test_a_user_of_its_own(tmp_path: Path) -> None:
     spec = spec_of(user="nobody")
     (case,) = bonnie.cases(spec)
-    ctx = RunContext(Built("t", "loopdisk", tmp_path, "/dev/loop9"), tmp_path / "run")
+    ctx = RunContext(Built("t", "loopdisk", tmp_path, "/dev/loop9"), tmp_path / "run",
+                     host=HostFacts(euid=0))
     (mkdir,) = bonnie.setup(spec, case, ctx)
     assert mkdir.argv[:4] == ("install", "-d", "-o", "nobody")
-    if os.geteuid() == 0:
-        assert bonnie.command(spec, case, ctx).argv[-2:] == ("-u", "nobody")
+    assert bonnie.command(spec, case, ctx).argv[-2:] == ("-u", "nobody")
     with pytest.raises(ExperimentError, match="user: no user 'no-such-user-vb'"):
         spec_of(user="no-such-user-vb")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from support import DATA, need, tool
+from support import DATA, tool
 from volbench.errors import ExperimentError, ParseError, VolbenchError
 from volbench.experiment import parse_document
 from volbench.importer import IMPORTERS
@@ -136,9 +136,9 @@ def test_spec_problems() -> None:
 
 def test_raw_device_limits(tmp_path: Path) -> None:
     spec = spec_of(count=10**6)
-    raw = RunContext(Built("raw", "loopdisk", None, "/dev/loop0"), tmp_path)
+    raw = RunContext(Built("raw", "loopdisk", None, "/dev/loop0", device_bytes=64 * 2**20),
+                     tmp_path)
     (write, _read) = dd.cases(spec)
-    need(dd._device_bytes("/dev/loop0") is not None, "no /dev/loop0 in sysfs")
     with pytest.raises(VolbenchError, match="past the end of /dev/loop0"):
         dd.command(spec, write, raw)  # 1 TiB: larger than any loop device here
     with pytest.raises(VolbenchError, match="fresh needs a filesystem"):
@@ -147,6 +147,22 @@ def test_raw_device_limits(tmp_path: Path) -> None:
 
 
 # -- real runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.root
+def test_a_raw_target_knows_its_size_and_dd_stops_at_its_end(workdir: Path, tmp_path: Path
+                                                             ) -> None:
+    tool("dd")
+    doc = {
+        "name": "dd-end", "workdir": str(workdir), "repeat": 1,
+        "targets": [{"name": "raw", "type": "loopdisk", "size": "64M", "fs": "none"}],
+        "workloads": [{"name": "w", "tool": "dd", "op": "write", "count": 65}],  # 65 MiB
+    }
+    outcome = run_experiment(parse_document(doc), db=tmp_path / "e.db")
+    with Store(tmp_path / "e.db") as store:
+        (run,) = store.runs([outcome.experiment_id])
+    assert run.status is Status.FAILED
+    assert "dd would go past the end of /dev/loop" in run.error and "(65M > 64M)" in run.error
 
 
 @pytest.mark.root

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -113,3 +114,33 @@ def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
     leftovers = journal.read_leftovers()  # child not reaped yet: a zombie
     assert [left.owner_pid for left in leftovers] == [child.pid]
     child.wait()
+
+
+def _journaled_kinds() -> dict[str, set[str]]:
+    """Module name -> the resource kinds its code journals (scope.add("kind", …))."""
+    src = Path(kinds.__file__).parent
+    found: dict[str, set[str]] = {}
+    for path in src.rglob("*.py"):
+        added = set(re.findall(r"""\.add\(\s*["']([a-z][a-z0-9-]*)["']""", path.read_text()))
+        if added:
+            parts = path.relative_to(src.parent).with_suffix("").parts
+            found[".".join(p for p in parts if p != "__init__")] = added
+    return found
+
+
+def test_every_module_that_journals_a_kind_can_undo_it_alone() -> None:
+    """Each process tears down what it journaled (a job script's remote directories, a
+    tracked process): importing the module that journals a kind must register its undo,
+    in a fresh interpreter with nothing else imported."""
+    found = _journaled_kinds()
+    assert {"loop", "mount", "process", "cgroup", "postgres"} <= set().union(*found.values())
+    check = ("import importlib, sys; from volbench import journal\n"
+             "for arg in sys.argv[1:]:\n"
+             "    module, kinds = arg.split('=')\n"
+             "    importlib.import_module(module)\n"
+             "    missing = set(kinds.split(',')) - set(journal.UNDO)\n"
+             "    assert not missing, (module, missing)\n")
+    for module, added in sorted(found.items()):
+        done = subprocess.run([sys.executable, "-c", check, f"{module}={','.join(added)}"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr.strip().splitlines()[-1]

@@ -278,7 +278,7 @@ def test_one_driver_process_runs_every_hosts_pgbench(tmp_path: Path) -> None:
     params = pgbench.cases(spec)[0]
     inv = pgbench.KIND.command(spec, params, ctx)
     assert inv.argv[1:3] == ("-m", "volbench.jobs.multipgbench") and not inv.throttled
-    driver = json.loads(Path(inv.argv[3]).read_text())
+    driver = json.loads(inv.files[Path(inv.argv[3])])
     for i, host in enumerate(driver["hosts"], start=1):
         argv = host["argv"]
         assert argv[:5] == ["pgbench", "-h", f"10.0.{i}.1", "-p", "5999"]

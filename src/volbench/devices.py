@@ -15,7 +15,7 @@ from typing import Any
 
 from volbench import proc
 from volbench.errors import CommandFailed, ResourceError
-from volbench.journal import Scope, undoer
+from volbench.journal import Entry, Scope, undoer
 from volbench.recipe import Recipe
 from volbench.tools import require
 
@@ -34,6 +34,11 @@ def create_image(scope: Scope, recipe: Recipe, path: Path, size: int,
     else:
         recipe.run(["truncate", "-s", str(size), str(path)], timeout=60)
     return path
+
+
+def journal_file(scope: Scope, path: Path) -> Entry:
+    """Journal a file about to be created, so teardown and `volbench cleanup` remove it."""
+    return scope.add("file", path=str(path))
 
 
 @undoer("file")
@@ -134,6 +139,15 @@ def _undo_zram(data: Mapping[str, Any]) -> None:
     if block.exists():
         (block / "reset").write_text("1")
         Path("/sys/class/zram-control/hot_remove").write_text(str(index))
+
+
+def device_bytes(device: str) -> int | None:
+    """Size of a block device from sysfs (512-byte sectors), if it can be read."""
+    try:
+        sectors = Path(f"/sys/class/block/{Path(device).resolve().name}/size").read_text()
+    except (OSError, ValueError):
+        return None
+    return int(sectors) * 512 if sectors.strip().isdigit() else None
 
 
 def device_number(device: str) -> str:

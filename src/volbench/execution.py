@@ -41,6 +41,13 @@ def prepare_rundir(rundir: Path, user: str | None) -> None:
         shutil.chown(rundir, user=user)
 
 
+def write_files(inv: Invocation) -> None:
+    """The job files an invocation reads, in place before its process starts."""
+    for path, text in inv.files.items():
+        prepare_rundir(path.parent, inv.user)
+        path.write_text(text)
+
+
 def _read_limited(path: Path) -> str:
     with open(path, "rb") as f:
         data = f.read(MAX_OUTPUT_BYTES + 1)
@@ -87,6 +94,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         prepare_rundir(ctx.rundir, inv.user)
         if inv.cwd is not None:
             prepare_rundir(inv.cwd, inv.user)
+        write_files(inv)
         if drop:
             why = drop_caches()
             if why:
@@ -114,7 +122,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
     elif done.returncode == 0 or kind.partial_results:
         try:
             parsed = kind.parse_output(workload, params, RunOutput(
-                outputs, done.elapsed, done.user_time, done.sys_time, done.returncode))
+                outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
+                ctx.host))
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

@@ -13,11 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from volbench.journal import undoer
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -57,8 +53,3 @@ def end_group(pgid: int, leader_start: int | None, grace: float = 5.0) -> list[i
         if not our_group_members(pgid, leader_start):
             break
     return members
-
-
-@undoer("process")
-def _undo_process(data: Mapping[str, Any]) -> None:
-    end_group(int(data["pid"]), data.get("start"))

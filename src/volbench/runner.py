@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from volbench import adaptive, hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
-from volbench.execution import measure, prepare_rundir, run_invocation
+from volbench.execution import measure, prepare_rundir, run_invocation, write_files
 from volbench.experiment import Experiment, root_problems
 from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
@@ -32,7 +32,13 @@ from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import BuildContext, Built, open_target
 from volbench.workloads import KINDS as WORKLOAD_KINDS
-from volbench.workloads.base import Invocation, RunContext, ServiceContext, ServiceHandle
+from volbench.workloads.base import (
+    HostFacts,
+    Invocation,
+    RunContext,
+    ServiceContext,
+    ServiceHandle,
+)
 
 
 class Progress(Protocol):
@@ -116,6 +122,8 @@ class Session:
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
         self._stack: ExitStack | None = None
         self._runs = 0
+        # Read once, handed to every workload (workloads read no /proc or process state).
+        self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
 
     def rundir(self, label: str) -> Path:
         self._runs += 1
@@ -192,6 +200,7 @@ class Session:
                     prepare_rundir(inv.cwd, inv.user)
                 for path in inv.outputs.values():
                     prepare_rundir(path.parent, inv.user)
+                write_files(inv)
                 done = run_invocation(inv, built, self.journal)
                 if done.timed_out or done.returncode != 0:
                     tail = " | ".join(key_lines(done.stderr or done.stdout))
@@ -230,7 +239,7 @@ class Session:
         service = self.service(run, built)
         if isinstance(service, str):
             return self._failed(run, service)
-        ctx = RunContext(built, rundir, service.values if service else {})
+        ctx = RunContext(built, rundir, service.values if service else {}, self.host)
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)

@@ -359,3 +359,16 @@ def open_session(spec: HostSpec, scope: Scope) -> Iterator[Session]:
         yield Session(spec, control)
     finally:
         master.stop()
+
+
+# Here, not in targets/multihost.py: the multi-host pgbench driver (a job process of its own)
+# journals remote trees too, and must be able to remove them.
+@undoer("remote-tree")
+def _undo_remote_tree(data: Mapping[str, Any]) -> None:
+    # Only ever a directory volbench named itself (…/.volbench-<random>), never `dir:`.
+    path = str(data["path"])
+    if "/.volbench-" not in path:
+        raise ValueError(f"refusing to remove {path}: not a volbench directory")
+    Session(HostSpec.from_json(data["host"]), data.get("control")).run(
+        ["rm", "-rf", "--one-file-system", "--", path], timeout=300
+    )

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import tools
+from volbench import devices, tools
 from volbench.errors import VolbenchError
 from volbench.hosts import HostError, HostSpec
 from volbench.hosts.session import HostProcess
@@ -143,7 +143,7 @@ def _start_server(placement: Placement, ctx: ServiceContext, built: MultiBuilt) 
             continue
         _IN_USE.add(slot)
         log = ctx.workdir / f"fio-server-{host.name}-{port}.log"
-        entry = ctx.scope.add("file", path=str(log))
+        entry = devices.journal_file(ctx.scope, log)
         try:
             process = placement.session.start(
                 ["fio", f"--server={server_arg(host.address, port)}"],

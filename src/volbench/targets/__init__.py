@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from volbench import cgroups
-from volbench.devices import topology, write_cache_modes
+from volbench.devices import device_bytes, topology, write_cache_modes
 from volbench.errors import ResourceError
 from volbench.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
@@ -50,6 +50,8 @@ def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
                                + ", ".join(built.devices) + " (workload processes join it)",
                 "caveat": "buffered writeback by kernel flusher threads is not throttled",
             }
+        if built.block_device is not None:
+            built.device_bytes = device_bytes(built.block_device)
         built.info["topology"] = topology(built.devices)
         built.info["write_cache"] = write_cache_modes(built.devices)
         built.info["recipe"] = list(ctx.recipe.steps)

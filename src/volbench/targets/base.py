@@ -42,6 +42,8 @@ class Built:
     # cgroup the workload's processes join (disk-class throttling).
     cgroup: Path | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # Size of block_device in bytes, read once the target exists (workloads read no sysfs).
+    device_bytes: int | None = None
 
 
 @dataclass

@@ -34,7 +34,7 @@ from volbench.errors import Problem
 from volbench.fields import Reader, did_you_mean
 from volbench.hosts import HostSpec
 from volbench.hosts.session import Session, open_session
-from volbench.journal import Scope, undoer
+from volbench.journal import Scope
 from volbench.limits import Limits
 from volbench.mounts import make_tree
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
@@ -174,17 +174,6 @@ def _where(spec: HostsSpec, index: int) -> str | None:
     if not spec.on:
         return None
     return spec.on[0] if len(spec.on) == 1 else spec.on[index]
-
-
-@undoer("remote-tree")
-def _undo_remote_tree(data: Mapping[str, Any]) -> None:
-    # Only ever a directory volbench named itself (…/.volbench-<random>), never `dir:`.
-    path = str(data["path"])
-    if "/.volbench-" not in path:
-        raise ValueError(f"refusing to remove {path}: not a volbench directory")
-    Session(HostSpec.from_json(data["host"]), data.get("control")).run(
-        ["rm", "-rf", "--one-file-system", "--", path], timeout=300
-    )
 
 
 def _private_dir(session: Session, scope: Scope) -> str:

@@ -40,12 +40,23 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
+class HostFacts:
+    """What a workload may know about the machine a run happens on. The engine reads them
+    (workloads read no /proc, sysfs or process state); None where not known, e.g. for
+    `volbench plan` or for outputs imported from another machine."""
+
+    euid: int | None = None
+    memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class RunContext:
     """Where a run happens: the built target, a scratch directory, the service's values."""
 
     built: Built
     rundir: Path
     service: Mapping[str, str] = field(default_factory=dict)
+    host: HostFacts = HostFacts()
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,9 @@ class Invocation:
     user: str | None = None
     # Join the target's cgroup (throttled disk class)? Setup steps may not want to.
     throttled: bool = True
+    # Files the tool reads (job files: path -> text), written by the engine before it
+    # starts the process, outside the timed part; workloads write nothing themselves.
+    files: Mapping[Path, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,7 @@ class RunOutput:
     user_time: float = 0.0
     sys_time: float = 0.0
     exit_code: int = 0
+    host: HostFacts = HostFacts()
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,12 @@ CPU_BOUND). Rates are in base units: K/s (KiB) becomes B/s, latencies seconds.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import hostinfo, units
+from volbench import units
 from volbench.errors import ParseError, VolbenchError
 from volbench.fields import Reader, flag, whole
 from volbench.model import Metric, Params, Parsed, Scalar
@@ -208,7 +207,7 @@ def command(spec: BonnieSpec, params: Params, ctx: RunContext) -> Invocation:
         argv.append("-b")
     if spec.concurrency > 1:
         argv += ["-c", str(spec.concurrency)]
-    if os.geteuid() == 0:
+    if ctx.host.euid == 0:
         # As root bonnie++ insists on -u; it then switches to that user itself.
         argv += ["-u", spec.user or "root"]
     return Invocation(tuple(argv), timeout=max(600.0, 10 * estimate(spec, params)))
@@ -358,7 +357,7 @@ def parse_output(spec: BonnieSpec, params: Params, run: RunOutput) -> Parsed:
     return parse_csv(
         run.outputs.get("stdout", ""),
         "bonnie++ stdout",
-        ram_bytes=hostinfo.memory_bytes() or None,
+        ram_bytes=run.host.memory_bytes,
         direct=bool(params["direct"]),
     )
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from volbench import units
@@ -94,15 +93,6 @@ def total_bytes(params: Params) -> int:
     return units.parse_size(str(params["bs"])) * int(params["count"])
 
 
-def _device_bytes(device: str) -> int | None:
-    """Size of a block device from sysfs (512-byte sectors), if it can be read."""
-    try:
-        sectors = Path(f"/sys/class/block/{Path(device).name}/size").read_text()
-    except OSError:
-        return None
-    return int(sectors) * 512
-
-
 def _data_path(params: Params, built: Built) -> str:
     """Where dd reads and writes: a file on the filesystem, or the raw device."""
     size = total_bytes(params)
@@ -117,7 +107,7 @@ def _data_path(params: Params, built: Built) -> str:
             f"file: fresh needs a filesystem, and target {built.name} is a raw "
             "device; use file: reuse, or a fresh target for first writes"
         )
-    capacity = _device_bytes(built.block_device)
+    capacity = built.device_bytes
     if capacity is not None and size > capacity:
         raise VolbenchError(
             f"dd would go past the end of {built.block_device} "

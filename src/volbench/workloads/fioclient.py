@@ -102,20 +102,15 @@ def _argv(out: Path, files: Sequence[tuple[Mapping[str, Any], Path]], fmt: str) 
 def command(ctx: RunContext, texts: Mapping[str, str], timeout: float) -> Invocation:
     """The client invocation running `texts` (job file text by host name)."""
     rundir = ctx.rundir
-    rundir.mkdir(parents=True, exist_ok=True)  # command() runs before the runner makes it
     entries = clients(ctx) or []
-    files = []
-    for client in entries:
-        path = rundir / f"job-{client['host']}.fio"
-        path.write_text(texts[client["host"]])
-        files.append((client, path))
+    files = [(client, rundir / f"job-{client['host']}.fio") for client in entries]
     manifest = rundir / MANIFEST
-    manifest.write_text(json.dumps(entries))
     out = rundir / "fio.json"
     return Invocation(
         tuple(_argv(out, files, "json+")),
         timeout=timeout,
         cwd=rundir,
+        files={**{path: texts[c["host"]] for c, path in files}, manifest: json.dumps(entries)},
         outputs={"fio.json": out, MANIFEST: manifest},
         output_globs=(f"{LOG_PREFIX}-*.log.*",),
     )
@@ -126,6 +121,7 @@ def layout(ctx: RunContext, params: Params) -> list[Invocation]:
     rundir = ctx.rundir
     seen: set[str] = set()
     files = []
+    texts: dict[Path, str] = {}
     size = str(params["size"])
     for client in clients(ctx) or []:
         filename = data_file(client, params)
@@ -133,20 +129,18 @@ def layout(ctx: RunContext, params: Params) -> list[Invocation]:
             continue
         seen.add(filename)
         path = rundir / f"layout-{client['host']}.fio"
-        path.write_text(
-            _section(
-                "layout",
-                [
-                    ("filename", filename),
-                    ("size", size),
-                    ("rw", "write"),
-                    ("bs", "1M"),
-                    ("direct", "1"),
-                    ("ioengine", "libaio"),
-                    ("iodepth", "8"),
-                    ("end_fsync", "1"),
-                ],
-            )
+        texts[path] = _section(
+            "layout",
+            [
+                ("filename", filename),
+                ("size", size),
+                ("rw", "write"),
+                ("bs", "1M"),
+                ("direct", "1"),
+                ("ioengine", "libaio"),
+                ("iodepth", "8"),
+                ("end_fsync", "1"),
+            ],
         )
         files.append((client, path))
     out = rundir / "layout.json"
@@ -158,6 +152,7 @@ def layout(ctx: RunContext, params: Params) -> list[Invocation]:
             cwd=rundir,
             throttled=False,
             outputs={"layout.json": out},
+            files=texts,
         )
     ]
 

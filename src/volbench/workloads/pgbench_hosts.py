@@ -165,7 +165,6 @@ def command(
     service values name that host's server address and log prefix; `prepare` and
     `count` are psql commands run on this machine before and after (untimed)."""
     rundir = ctx.rundir
-    rundir.mkdir(parents=True, exist_ok=True)  # command() runs before the runner makes it
     hosts = []
     first: Invocation | None = None
     for i, entry in enumerate(clients(ctx), start=1):
@@ -187,7 +186,6 @@ def command(
         "hosts": hosts,
     }
     path = rundir / SPEC
-    path.write_text(json.dumps(spec, indent=1))
     outputs = {k: v for k, v in first.outputs.items()}
     return Invocation(
         (sys.executable, "-m", "volbench.jobs.multipgbench", str(path)),
@@ -196,6 +194,7 @@ def command(
         outputs={**outputs, RESULT: rundir / RESULT},
         output_globs=(f"{TXLOG}-*",),
         throttled=False,
+        files={path: json.dumps(spec, indent=1)},
     )
 
 
