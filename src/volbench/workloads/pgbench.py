@@ -107,6 +107,8 @@ def _scale(value: Any) -> int:
         return _scale(int(text))
     m = _RAM.match(text)
     if m:
+        # Read when the file is read, not at run time: the scale is part of each case's
+        # identity (plan, resume, reports). The lab guest reads the file again, with its RAM.
         ram = hostinfo.memory_bytes()
         if not ram:
             raise ValueError("cannot read this machine's RAM (/proc/meminfo) for xRAM")
