@@ -20,8 +20,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, tools
-from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
+from volbench import adaptive, hostinfo, journal, pathcheck, tools
+from volbench.errors import (
+    ExperimentError,
+    Interrupted,
+    Problem,
+    ResourceError,
+    VolbenchError,
+    key_lines,
+)
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
 from volbench.lab.guest import inside_lab
@@ -31,7 +38,7 @@ from volbench.plan import Group, Plan, PlannedRun, make_plan
 from volbench.recipe import Recipe
 from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target
+from volbench.targets import BuildContext, Built, open_target, placeholder
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import Invocation, RunContext, ServiceContext, ServiceHandle
 
@@ -86,9 +93,29 @@ def required_tools(exp: Experiment) -> list[str]:
     return sorted(names)
 
 
+def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
+    """Paths in workloads' options and job files that would leave their targets.
+
+    The targets are not built yet: their directory and device are ${VOLBENCH_DIR} and
+    ${VOLBENCH_DEV}, so only paths written that way (or relative ones) can pass; the
+    same check runs again on the built target right before the tool starts."""
+    found: dict[str, Problem] = {}
+    for run in plan.runs(1):
+        spec = exp.workload(run.workload)
+        check = WORKLOAD_KINDS[spec.tool].confinement
+        if check is None:
+            continue
+        raw = placeholder(exp.target(run.target)).path is None
+        place = pathcheck.Place(None if raw else f"${{{pathcheck.DIR_VAR}}}",
+                                f"${{{pathcheck.DEV_VAR}}}" if raw else None, known=False)
+        for problem in check(spec, run.params, place):
+            found.setdefault(str(problem), problem)
+    return list(found.values())
+
+
 def preflight(exp: Experiment, plan: Plan) -> None:
     """Everything that can be checked before touching anything."""
-    problems = root_problems(exp)
+    problems = root_problems(exp) + confinement_problems(exp, plan)
     if problems:
         raise ExperimentError(problems, exp.name)
     for name in required_tools(exp):
@@ -298,9 +325,13 @@ class Session:
 
 
 def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
-                   repetitions: int | None = None, progress: Progress | None = None
-                   ) -> Outcome:
-    """Run a whole experiment into the database at `db`; returns what happened."""
+                   repetitions: int | None = None, progress: Progress | None = None,
+                   retry_failed: bool = False, take_over: bool = False) -> Outcome:
+    """Run a whole experiment into the database at `db`; returns what happened.
+
+    With `resume`, the latest experiment with this spec continues (runs not yet
+    finished; with `retry_failed` also runs that failed or timed out). The experiment is
+    claimed for as long as this runs (claims.py): a second writer is refused."""
     progress = progress or NoProgress()
     with Store(db) as store:
         previous = store.find_resumable(exp.spec_hash) if resume else None
@@ -308,8 +339,9 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
         preflight(exp, plan)
         if previous is not None:
             experiment_id = previous.id
-            done = store.finished_keys(experiment_id)
-            store.set_status(experiment_id, "running")
+            note = store.claim(experiment_id, take_over=take_over)
+            if note:
+                progress.note(note)
         else:
             if resume:
                 progress.note("nothing to resume for this experiment file: starting afresh")
@@ -320,30 +352,41 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
                 env["lab"] = exp.lab.describe()
             experiment_id = store.begin_experiment(exp.name, exp.spec_hash, exp.document, env,
                                                    plan.seed)
-            done = set()
-        n = repetitions if repetitions is not None else exp.repeat.min
-        todo = [r for r in plan.runs(n) if r.run_key not in done]
-        progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
-        status = "failed"
-        with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
-            scope = jrnl.scope()
-            try:
-                exp.workdir.mkdir(parents=True, exist_ok=True)
-                workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
-                make_tree(scope, workdir / "runs")
-                session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
-                adapt = exp.repeat.adaptive and repetitions is None
-                for group in plan.groups:
-                    session.run_group(group, done, n, adapt)
-                status = "done"
-            except (Interrupted, KeyboardInterrupt):
-                status = "interrupted"
-                raise
-            finally:
-                errors = scope.close()
-                store.set_status(experiment_id, status)
-                progress.end()
-                if errors:
-                    progress.note("teardown incomplete, run `volbench cleanup`: "
-                                  + "; ".join(errors))
-        return session.outcome
+        try:
+            return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
+                                retry_failed if previous is not None else False)
+        finally:
+            store.release(experiment_id)
+
+
+def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
+                 progress: Progress, repetitions: int | None, retry_failed: bool) -> Outcome:
+    # Read only once claimed: another writer's runs are all stored by then.
+    done = store.finished_keys(experiment_id, retry_failed=retry_failed)
+    store.set_status(experiment_id, "running")
+    n = repetitions if repetitions is not None else exp.repeat.min
+    todo = [r for r in plan.runs(n) if r.run_key not in done]
+    progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+    status = "failed"
+    with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
+        scope = jrnl.scope()
+        try:
+            exp.workdir.mkdir(parents=True, exist_ok=True)
+            workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
+            make_tree(scope, workdir / "runs")
+            session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+            adapt = exp.repeat.adaptive and repetitions is None
+            for group in plan.groups:
+                session.run_group(group, done, n, adapt)
+            status = "done"
+        except (Interrupted, KeyboardInterrupt):
+            status = "interrupted"
+            raise
+        finally:
+            errors = scope.close()
+            store.set_status(experiment_id, status)
+            progress.end()
+            if errors:
+                progress.note("teardown incomplete, run `volbench cleanup`: "
+                              + "; ".join(errors))
+    return session.outcome

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from volbench import schema
+from volbench import claims, schema
 from volbench.bulk import json_many, paused_gc
 from volbench.errors import StoreError
 from volbench.model import (
@@ -76,8 +76,20 @@ class Store:
                 " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
                  time.time()))
-        assert cur.lastrowid is not None
+            assert cur.lastrowid is not None
+            # Claimed in the same transaction: a --resume elsewhere cannot slip in between.
+            claims.insert(self.db, cur.lastrowid, claims.me())
         return cur.lastrowid
+
+    def claim(self, experiment_id: int, *, take_over: bool = False) -> str | None:
+        """Claim an existing experiment for this process (claims.py)."""
+        row = self.experiment(experiment_id)
+        return claims.claim(self.db, experiment_id,
+                            f"experiment {row.id} ({row.name}) in {self.path}",
+                            take_over=take_over)
+
+    def release(self, experiment_id: int) -> None:
+        claims.release(self.db, experiment_id)
 
     def set_status(self, experiment_id: int, status: str) -> None:
         with self.db:
@@ -164,11 +176,14 @@ class Store:
             " WHERE experiment_id = ? ORDER BY rowid", (experiment_id,))
         return [TargetRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
-    def finished_keys(self, experiment_id: int) -> set[tuple[str, int, bool]]:
+    def finished_keys(self, experiment_id: int, *, retry_failed: bool = False
+                      ) -> set[tuple[str, int, bool]]:
+        """Runs --resume skips: finished ones, or with `retry_failed` only the ok ones."""
         rows = self.db.execute(
             "SELECT case_key, repetition, warmup, status FROM runs WHERE experiment_id = ?",
             (experiment_id,))
-        return {(r[0], r[1], bool(r[2])) for r in rows if Status(r[3]).finished}
+        return {(r[0], r[1], bool(r[2])) for r in rows
+                if (Status(r[3]) is Status.OK if retry_failed else Status(r[3]).finished)}
 
     def count_runs(self, experiment_id: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE experiment_id = ?",
