@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from volbench import cgroups, diskstats, proc
+from volbench import cgroups, diskstats, proc, space
 from volbench.errors import VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
@@ -91,6 +91,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             why = drop_caches()
             if why:
                 annotations["caches"] = why
+        listed = space.entries(built.path)  # to remove a workload's files if they did not fit
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
         done = run_invocation(inv, built, tracker)
@@ -125,6 +126,12 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             elif not error:  # the exit code says more than "no output to parse"
                 error = str(exc)
             status = Status.FAILED
+    if status is Status.FAILED:
+        why = space.explain([error, done.stderr, done.stdout], directory=built.path,
+                            device=built.block_device, rundir=ctx.rundir,
+                            needed=annotations.get("working_set_bytes"), before=listed)
+        if why:
+            error = f"{why} [{error[:300]}]"
     return RunResult(target, workload.name, params, repetition, status, done.started,
                      done.ended, warmup, argv=done.argv, exit_code=done.returncode,
                      error=error, parsed=parsed, outputs=outputs, annotations=annotations)

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, pathcheck, tools
+from volbench import adaptive, hostinfo, journal, pathcheck, space, tools
 from volbench.errors import (
     ExperimentError,
     Interrupted,
@@ -207,22 +207,33 @@ class Session:
             try:
                 self.setups[key] = self.run_steps(
                     kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,
-                    "setup")
+                    "setup", rundir, kind.working_set(spec, run.params))
             finally:
                 shutil.rmtree(rundir, ignore_errors=True)
         return self.setups[key]
 
-    def run_steps(self, steps: list[Invocation], built: Built, what: str) -> str | None:
-        """Run untimed steps in order; the first failure's description, or None."""
+    def run_steps(self, steps: list[Invocation], built: Built, what: str,
+                  rundir: Path | None = None, needed: int | None = None) -> str | None:
+        """Run untimed steps in order; the first failure's description, or None.
+
+        A step that ran out of space says so, and what it created on the target goes
+        (a partial data file would make every later run there fail too)."""
         try:
             for inv in steps:
                 if inv.cwd is not None:
                     prepare_rundir(inv.cwd, inv.user)
                 for path in inv.outputs.values():
                     prepare_rundir(path.parent, inv.user)
+                listed = space.entries(built.path)
                 done = run_invocation(inv, built, self.journal)
                 if done.timed_out or done.returncode != 0:
                     tail = " | ".join(key_lines(done.stderr or done.stdout))
+                    why = space.explain([done.stderr, done.stdout], directory=built.path,
+                                        device=built.block_device,
+                                        rundir=rundir or self.workdir, needed=needed,
+                                        before=listed)
+                    if why:
+                        return f"{what} failed: {why} [{tail[:300]}]"
                     return f"{what} failed ({' '.join(inv.argv[:3])} …): {tail}"
         except VolbenchError as exc:
             return f"{what} failed: {exc}"
