@@ -40,8 +40,10 @@ def owner_of(p: subprocess.Popen[bytes], **changes: object) -> claims.Owner:
 
 def new_experiment(db: Path) -> int:
     with Store(db) as store:
-        eid = store.begin_experiment("e", "hash", {}, {}, 1)
+        eid = store.begin_experiment("e", "hash", {}, {}, 1, claim=True)
+        assert store.db.execute("SELECT pid FROM claims").fetchone() == (os.getpid(),)
         store.release(eid)
+        assert store.db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
     return eid
 
 

@@ -193,7 +193,8 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     from volbench.runner import signals_raise
 
     extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
-        + (["--runs", str(args.runs)] if args.runs else [])
+        + (["--runs", str(args.runs)] if args.runs else []) \
+        + (["--retry-failed"] if args.retry_failed else [])
     with signals_raise():
         outcome = run_experiment_in_lab(args.file, db=args.db, cli_args=extra,
                                         workdir=args.workdir, timeout=args.timeout,
@@ -270,6 +271,8 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     run.add_argument("file", type=Path, help="experiment file with a lab: section")
     run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
+                     "the runs that failed or timed out")
     run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no live console output")
     run.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds "

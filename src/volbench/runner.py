@@ -362,7 +362,7 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
                 # document only holds the classes the file spelled out, not the defaults.
                 env["lab"] = exp.lab.describe()
             experiment_id = store.begin_experiment(exp.name, exp.spec_hash, exp.document, env,
-                                                   plan.seed)
+                                                   plan.seed, claim=True)
         try:
             return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
                                 retry_failed if previous is not None else False)

@@ -69,7 +69,9 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------
     def begin_experiment(self, name: str, spec_hash: str, document: Mapping[str, Any],
-                         environment: Mapping[str, Any], seed: int | None) -> int:
+                         environment: Mapping[str, Any], seed: int | None, *,
+                         claim: bool = False) -> int:
+        """A new experiment row; with `claim`, claimed by this process (claims.py)."""
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
@@ -77,8 +79,8 @@ class Store:
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
                  time.time()))
             assert cur.lastrowid is not None
-            # Claimed in the same transaction: a --resume elsewhere cannot slip in between.
-            claims.insert(self.db, cur.lastrowid, claims.me())
+            if claim:  # in the same transaction: a --resume elsewhere cannot slip in between
+                claims.insert(self.db, cur.lastrowid, claims.me())
         return cur.lastrowid
 
     def claim(self, experiment_id: int, *, take_over: bool = False) -> str | None:
