@@ -137,3 +137,22 @@ def test_include_loops_stop() -> None:
     settings = pathcheck.read_jobfile(Path("a.fio"), lambda p: texts[p.name])
     problems = [str(p) for p in pathcheck.check(settings, DIR)]
     assert any("includes nest more than 8 deep" in p for p in problems), problems
+
+
+def test_every_filename_line_counts_as_fio_adds_a_file_for_each(tmp_path: Path) -> None:
+    # Seen with fio 3.33: two filename lines in one section made two files.
+    text = "[j]\nfilename=${VOLBENCH_DEV}\nfilename=/dev/loop5\n"
+    (problem,) = jobfile(tmp_path, text, RAW)
+    assert problem.startswith(f"{tmp_path}/job.fio:3 [j] filename: '/dev/loop5'")
+
+
+def test_global_is_only_global_in_lower_case(tmp_path: Path) -> None:
+    # fio runs [GLOBAL] as a job of its own; its directory is checked like any job's.
+    problems = jobfile(tmp_path, "[GLOBAL]\ndirectory=/etc\n[j]\nfilename=f\n", DIR)
+    assert [p.split(":", 2)[1] for p in problems] == ["2 [GLOBAL] directory"]
+
+
+def test_a_directory_in_global_covers_every_later_job(tmp_path: Path) -> None:
+    text = "[a]\nfilename=x\n[global]\ndirectory=/var\n[b]\nfilename=y\n"
+    (problem,) = jobfile(tmp_path, text, DIR)
+    assert problem.startswith(f"{tmp_path}/job.fio:4 [global] directory: '/var'")

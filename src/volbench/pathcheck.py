@@ -233,54 +233,55 @@ def _simple(s: Setting, place: Place) -> list[Problem]:
 
 
 def jobs(settings: Sequence[Setting], base: Sequence[Setting] = ()
-         ) -> list[tuple[str, dict[str, Setting]]]:
-    """Each job's effective settings: `base`, then [global] sections so far, then its own.
+         ) -> list[tuple[str, list[Setting]]]:
+    """Each job's settings in order: `base`, then [global] sections so far, then its own.
 
-    Settings before any section and in no job (options: alone) form one job, as fio
-    runs them with --name."""
-    glob: dict[str, Setting] = {s.key: s for s in base}
-    found: list[tuple[str, dict[str, Setting]]] = []
-    current: dict[str, Setting] | None = None
+    All of them, not the last of each key: fio adds a file for every `filename` line
+    (seen: two lines, two files). Settings in no job section (options: alone) form one
+    job, as fio runs them with --name."""
+    glob: list[Setting] = list(base)
+    found: list[tuple[str, list[Setting]]] = []
+    current: list[Setting] | None = None
     for s in settings:
         if s.key == "[":
-            if s.value == "global":
+            if s.value == "global":  # case matters: fio runs [GLOBAL] as a job
                 current = None
             else:
-                current = dict(glob)
+                current = list(glob)
                 found.append((s.value or "", current))
             continue
-        (glob if current is None else current)[s.key] = s
+        (glob if current is None else current).append(s)
     return found or [("options", glob)]
 
 
-def _job_files(job: str, opts: Mapping[str, Setting], place: Place) -> list[Problem]:
-    """Where a job's data files land: every directory, and each filename under it."""
+def _directories(history: Sequence[Setting], place: Place
+                 ) -> tuple[list[str | None], list[Problem]]:
+    """Every directory the job's files may be put under, and what is wrong with them."""
     problems: list[Problem] = []
-    # No `directory`: fio takes names as they are (relative ones in its working directory).
-    dirs: list[tuple[Setting | None, str | None]] = [(None, None)]
-    if "directory" in opts:
-        s = opts["directory"]
-        dirs = []
+    dirs: list[str | None] = []
+    for s in history:
+        if s.key not in DIRECTORIES:
+            continue
         for part in split_list(s.value or ""):
             path, unknown = expand(part, place)
             bad = (_problem(s, f"uses ${{{unknown[0]}}}, unknown before the run", DIR_FIX)
                    if unknown else _check_dir(s, path, place))
             if bad:
                 problems.append(bad)
-            dirs.append((s, path))
-    if "opendir" in opts:
-        s = opts["opendir"]
-        path, unknown = expand(s.value or "", place)
-        bad = _check_dir(s, path, place) if not unknown else _problem(s, "unknown variable",
-                                                                     DIR_FIX)
-        if bad:
-            problems.append(bad)
+            if s.key == "directory":
+                dirs.append(path)
+    # No `directory`: fio takes names as they are (relative ones in its working directory).
+    return dirs or [None], problems
+
+
+def _job_files(job: str, history: Sequence[Setting], place: Place) -> list[Problem]:
+    """Where a job's data files land: each filename under each directory it may get."""
+    dirs, problems = _directories(history, place)
     if problems:
         return problems
-    names = [(opts[k], v) for k in IN_DIRECTORY if k in opts
-             for v in split_list(opts[k].value or "")]
+    names = [(s, v) for s in history if s.key in IN_DIRECTORY for v in split_list(s.value or "")]
     if not names:
-        if all(d is None for _, d in dirs):
+        if dirs == [None]:
             where = Setting("name", job, job, "job", None)
             return [_problem(where, "has neither filename nor directory, so fio would write "
                                     f"'{job}.0.0' in its working directory, not the target",
@@ -294,11 +295,11 @@ def _job_files(job: str, opts: Mapping[str, Setting], place: Place) -> list[Prob
             continue
         if name == "-":  # stdin/stdout
             continue
-        for _, directory in dirs:
+        if s.key == "filename_format" and ".." in Path(name).parts:
+            problems.append(_problem(s, "climbs out with '..'", DIR_FIX))
+            continue
+        for directory in dirs:
             full = f"{directory}/{name}" if directory is not None else name
-            if s.key == "filename_format" and ".." in Path(name).parts:
-                problems.append(_problem(s, "climbs out with '..'", DIR_FIX))
-                break
             bad = _check_in_target(s, full, place)
             if bad:
                 problems.append(bad)
@@ -319,8 +320,8 @@ def check(settings: Iterable[Setting], place: Place, base: Sequence[Setting] = (
     `base` are the settings volbench itself gives fio before them (its data file)."""
     settings = list(settings)
     problems = [p for s in [*base, *settings] for p in _simple(s, place)]
-    for job, opts in jobs(settings, base):
-        problems += _job_files(job, opts, place)
+    for job, history in jobs(settings, base):
+        problems += _job_files(job, history, place)
     unique: dict[str, Problem] = {}
     for p in problems:
         unique.setdefault(str(p), p)
