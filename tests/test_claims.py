@@ -172,3 +172,35 @@ def test_two_experiments_in_one_database_run_at_once(tmp_path: Path, workdir: Pa
         spans = [(min(r.started for r in store.runs([e.id])),
                   max(r.ended for r in store.runs([e.id]))) for e in exps]
     assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
+
+
+@pytest.mark.slow
+def test_a_killed_owner_s_experiment_is_taken_over_by_resume(tmp_path: Path,
+                                                             workdir: Path) -> None:
+    tool("fio")
+    file = experiment_file(tmp_path, workdir, "killed")
+    db = tmp_path / "same.db"
+    first = subprocess.Popen([*RUN, str(file), "--db", str(db)], env=env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    wait_for_claim(db, first.pid)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # kill it between runs 1 and 4
+        with sqlite3.connect(db) as c:
+            if c.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= 1:
+                break
+        time.sleep(0.05)
+    os.killpg(first.pid, 9)
+    first.wait()
+    cleanup = subprocess.run([sys.executable, "-m", "volbench.cli", "cleanup"], env=env(),
+                             capture_output=True, text=True, timeout=120)
+    assert cleanup.returncode == 0, cleanup.stderr
+    resumed = subprocess.run([*RUN, str(file), "--db", str(db), "--resume"], env=env(),
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"took over experiment 1 (killed) in {db} from PID {first.pid}" in resumed.stdout \
+        + resumed.stderr
+    with Store(db) as store:
+        runs = [r for r in store.runs([1]) if r.status.value == "ok"]
+        assert store.db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+    assert sorted(r.repetition for r in runs) == [1, 2, 3, 4]
