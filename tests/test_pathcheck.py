@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from conftest import need
 from volbench import pathcheck
 from volbench.pathcheck import Place, Setting
 
@@ -64,6 +67,7 @@ def test_paths_inside_the_target_pass() -> None:
     ({"filename": f"{TARGET}/x", "ioengine": "exec"}, "can confine"),
     ({"filename": f"{TARGET}/x", "cgroup": "x"}, "throttling cgroup"),
     ({"filename": f"{TARGET}/x", "ioscheduler": "none"}, "outlives the run"),
+    ({"filename": f"{TARGET}/x", "profile": "tiobench"}, "makes jobs of its own"),
     ({"filename": f"{TARGET}/x", "mem": "mmaphuge:/dev/hugepages/f"}, "mem"),
     ({"filename": f"{TARGET}/x", "output": "/etc/x"}, "command-line option"),
     ({"filename": f"{TARGET}/x", "aux-path": "/etc"}, "command-line option"),
@@ -156,3 +160,30 @@ def test_a_directory_in_global_covers_every_later_job(tmp_path: Path) -> None:
     text = "[a]\nfilename=x\n[global]\ndirectory=/var\n[b]\nfilename=y\n"
     (problem,) = jobfile(tmp_path, text, DIR)
     assert problem.startswith(f"{tmp_path}/job.fio:4 [global] directory: '/var'")
+
+
+HOWTO = Path("/usr/share/doc/fio/HOWTO.rst.gz")
+
+
+def test_every_string_option_of_the_installed_fio_is_classified() -> None:
+    """A fio with a new path option fails this test until pathcheck knows the option."""
+    need(HOWTO.exists(), f"{HOWTO} (Debian package fio) is missing")
+    known = {*pathcheck.IN_DIRECTORY, *pathcheck.DIRECTORIES, *pathcheck.LOGS,
+             *pathcheck.DEVICES, *pathcheck.FORBIDDEN, *pathcheck.VALUES,
+             *pathcheck.MEM_KEYS, *pathcheck.NAME_KEYS, "ioengine"}
+    # Options of `profile=` (refused as a whole) and of engines volbench refuses.
+    profile_only = {"dir", "device-names"}
+    unclassified, seen = [], 0
+    for line in gzip.decompress(HOWTO.read_bytes()).decode().splitlines():
+        m = re.match(r"^\.\. option:: (?!--)(.*)$", line)
+        if not m or "=str" not in m.group(1):
+            continue
+        head, _, tags = m.group(1).partition(" : ")
+        engines = set(re.findall(r"\[([^\]]+)\]", tags))
+        if engines and not any(e in pathcheck.ENGINES for e in engines):
+            continue
+        for name in re.findall(r"([a-z_-]+)=str", head):
+            seen += 1
+            if name not in known | profile_only:
+                unclassified.append(name)
+    assert unclassified == [] and seen > 60

@@ -130,3 +130,52 @@ def test_no_room_for_the_run_s_own_output_is_named(workdir: Path, tmp_path: Path
     assert run.error.startswith("no space left for the run's own output in "
                                 f"{tiny_tmpfs}/"), run.error
     assert "cannot read fio output" not in run.error.split("[")[0]
+
+
+def fill(directory: Path) -> None:
+    """Up to the last block: ext4 stops a big write with some space left (delayed
+    allocation keeps a margin), so smaller writes take the rest."""
+    for i, bs in enumerate(("64k", "4k", "1k", "1k")):
+        proc.run(["dd", "if=/dev/zero", f"of={directory}/ballast{i or ''}", f"bs={bs}"],
+                 timeout=120, check=False)
+    proc.run(["sync", "-f", str(directory)], timeout=60, check=False)
+
+
+def test_a_full_results_database_is_named(workdir: Path, tmp_path: Path,
+                                          tiny_tmpfs: Path) -> None:
+    from volbench.errors import StoreError
+
+    target = workdir / "dt"
+    target.mkdir()
+    db = tiny_tmpfs / "r.db"
+    doc = {"name": "db", "workdir": str(workdir / "work"),
+           "targets": [{"name": "d", "type": "directory", "path": str(target)}],
+           "workloads": [fio("w", "8M", direct=False)], "repeat": 1}
+    expected = (f"no space left for the results database r.db in {tiny_tmpfs} (tmpfs tmpfs "
+                f"on {tiny_tmpfs}, 4M, 0 free); free space there or give --db a path on a "
+                "larger filesystem")
+    with Store(db):  # held open: its WAL index stays, so the full disk shows on a write
+        fill(tiny_tmpfs)
+        with pytest.raises(StoreError) as err:
+            run_experiment(parse_document(doc), db=db)
+        assert str(err.value).startswith(expected), str(err.value)
+    # Opening it anew needs room for the WAL index: SQLite says "disk I/O error" then.
+    with pytest.raises(StoreError) as err:
+        run_experiment(parse_document(doc), db=db)
+    assert str(err.value).startswith(expected), str(err.value)
+
+
+def test_a_full_work_directory_is_named_before_any_run(workdir: Path, tmp_path: Path,
+                                                       small_fs: Path) -> None:
+    from volbench.errors import ResourceError
+
+    target = workdir / "dt"
+    target.mkdir()
+    fill(small_fs)
+    doc = {"name": "wd", "workdir": str(small_fs),
+           "targets": [{"name": "d", "type": "directory", "path": str(target)}],
+           "workloads": [fio("w", "8M", direct=False)], "repeat": 1}
+    with pytest.raises(ResourceError) as err:
+        run_experiment(parse_document(doc), db=tmp_path / "r.db")
+    assert str(err.value).startswith(f"no space left for the run's own output in {small_fs}")
+    assert not [p for p in small_fs.iterdir() if p.name.startswith("wd-")]

@@ -7,6 +7,7 @@ a timeout). Interruptions propagate after the partial run is described.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from volbench import cgroups, diskstats, proc, space
-from volbench.errors import VolbenchError, key_lines
+from volbench.errors import ResourceError, VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -36,9 +37,15 @@ def drop_caches() -> str | None:
 
 
 def prepare_rundir(rundir: Path, user: str | None) -> None:
-    rundir.mkdir(parents=True, exist_ok=True)
-    if user is not None:
-        shutil.chown(rundir, user=user)
+    try:
+        rundir.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            shutil.chown(rundir, user=user)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(rundir)) from exc
+        raise ResourceError(f"cannot make the run directory {rundir}: {exc.strerror}; check "
+                            "the work directory (workdir:)") from exc
 
 
 def _read_limited(path: Path) -> str:

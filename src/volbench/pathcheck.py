@@ -9,7 +9,7 @@ How the option lists were derived (fio 3.33, the version Debian 12 ships): every
 option of `fio --cmdhelp=all` whose type `fio --cmdhelp=NAME` gives as "string",
 read one by one against its description and the HOWTO (/usr/share/doc/fio/HOWTO.rst.gz,
 `.. option::` lines, which also list the engine-specific and command-line-only
-options that --cmdhelp=all leaves out). Of those 77 string options, the ones below
+options that --cmdhelp=all leaves out). Of those 70 string options, the ones below
 name a path or run something; the rest (rw, bssplit, verify, cpus_allowed, …) are
 values. Aliases come from `fio --cmdhelp=NAME` ("alias:"): only mem/iomem has one.
 
@@ -45,7 +45,21 @@ FORBIDDEN = {
     "exec_postrun": "runs a shell command as root, which volbench cannot confine",
     "cgroup": "moves fio into a cgroup of its own, out of the target's throttling cgroup",
     "ioscheduler": "changes the I/O scheduler of a device, which outlives the run",
+    "profile": "makes jobs of its own, on directories or devices it is given (dir=, "
+               "device-names=)",
 }
+# The other string options of fio 3.33: values, not paths (the HOWTO's `=str` options,
+# less those of engines volbench refuses; tests/test_pathcheck.py checks that every
+# `=str` option of the installed fio's HOWTO is in one of these lists).
+VALUES = ("description", "clocksource", "lockfile", "file_service_type", "zonemode", "rw",
+          "readwrite", "rw_sequencer", "unified_rw_reporting", "fallocate", "fadvise_hint",
+          "write_hint", "sync_file_range", "random_distribution", "random_generator",
+          "bssplit", "buffer_pattern", "dedupe_mode", "sync", "cmdprio_bssplit", "cmd_type",
+          "cpumode", "stat_type", "sg_write_mode", "io_submit_mode",
+          "thinktime_blocks_type", "rate_process", "replay_skip", "wait_for", "cpus_allowed",
+          "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "exit_what", "verify",
+          "verify_pattern", "verify_async_cpus", "steadystate", "ss", "log_compression_cpus",
+          "continue_on_error", "ignore_error", "size", "pool")
 FORBIDDEN_FIX = ("remove it; run commands as a `command` workload, and change the machine "
                  "before volbench runs")
 # fio command-line options that write files or reach other machines. `options:` become

@@ -9,6 +9,7 @@ finish the job if volbench itself is killed.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -203,11 +204,13 @@ class Session:
         key = (run.target, kind.setup_key(spec, run.params))
         if key not in self.setups:
             rundir = self.rundir(f"setup-{run.target}")
-            prepare_rundir(rundir, None)
             try:
+                prepare_rundir(rundir, None)
                 self.setups[key] = self.run_steps(
                     kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,
                     "setup", rundir, kind.working_set(spec, run.params))
+            except VolbenchError as exc:
+                self.setups[key] = f"setup failed: {exc}"
             finally:
                 shutil.rmtree(rundir, ignore_errors=True)
         return self.setups[key]
@@ -370,6 +373,20 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
             store.release(experiment_id)
 
 
+def _make_workdir(exp: Experiment, scope: journal.Scope, experiment_id: int) -> Path:
+    """This run's own directory (outputs of every run go under it), or why not."""
+    try:
+        exp.workdir.mkdir(parents=True, exist_ok=True)
+        workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
+        make_tree(scope, workdir / "runs")
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(exp.workdir)) from exc
+        raise ResourceError(f"cannot make the work directory under {exp.workdir}: "
+                            f"{exc.strerror}; set workdir: to a writable directory") from exc
+    return workdir
+
+
 def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
                  progress: Progress, repetitions: int | None, retry_failed: bool) -> Outcome:
     # Read only once claimed: another writer's runs are all stored by then.
@@ -382,9 +399,7 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
     with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
         scope = jrnl.scope()
         try:
-            exp.workdir.mkdir(parents=True, exist_ok=True)
-            workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
-            make_tree(scope, workdir / "runs")
+            workdir = _make_workdir(exp, scope, experiment_id)
             session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
             adapt = exp.repeat.adaptive and repetitions is None
             for group in plan.groups:

@@ -99,12 +99,12 @@ def device_full(device: str, needed: int | None) -> str:
             "give the target a larger disk or the workload a smaller size")
 
 
-def output_full(rundir: Path) -> str:
+def output_full(rundir: Path, what: str = "the run's own output",
+                fix: str = "set workdir: to a larger filesystem") -> str:
     where = rundir if rundir.exists() else rundir.parent
     free = free_bytes(where) or 0
-    return (f"no space left for the run's own output in {rundir} ({_filesystem(where)}, "
-            f"{units.format_size(free)} free); free space there or set workdir: to a "
-            "larger filesystem")
+    return (f"no space left for {what} in {rundir} ({_filesystem(where)}, "
+            f"{units.format_size(free)} free); free space there or {fix}")
 
 
 def explain(texts: list[str], *, directory: Path | None, device: str | None, rundir: Path,

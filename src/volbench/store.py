@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from volbench import claims, schema
+from volbench import claims, schema, space
 from volbench.bulk import json_many, paused_gc
 from volbench.errors import StoreError
 from volbench.model import (
@@ -54,12 +54,30 @@ class Store:
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self.db.close()
+            if space.is_full(path.resolve().parent):  # SQLite says "disk I/O error" then
+                raise StoreError(self._full()) from exc
             raise StoreError(f"{path} is not a volbench database: {exc}; check the path "
                              "(--db)") from exc
         schema.migrate(self.db, path)
 
+    def _full(self) -> str:
+        return space.output_full(
+            self.path.resolve().parent, f"the results database {self.path.name}",
+            "give --db a path on a larger filesystem; the runs stored so far are kept")
+
     def close(self) -> None:
         self.db.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; a full disk named as such (not a bare OperationalError)."""
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as exc:
+            if "full" not in str(exc):
+                raise
+            raise StoreError(self._full()) from exc
 
     def __enter__(self) -> Store:
         return self
@@ -72,7 +90,7 @@ class Store:
                          environment: Mapping[str, Any], seed: int | None, *,
                          claim: bool = False) -> int:
         """A new experiment row; with `claim`, claimed by this process (claims.py)."""
-        with self.db:
+        with self._writing():
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
                 " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
@@ -94,7 +112,7 @@ class Store:
         claims.release(self.db, experiment_id)
 
     def set_status(self, experiment_id: int, status: str) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("UPDATE experiments SET status = ?, finished = ? WHERE id = ?",
                             (status, time.time() if status != "running" else None,
                              experiment_id))
@@ -116,7 +134,7 @@ class Store:
 
     def save_run(self, experiment_id: int, run: RunResult) -> int:
         """Insert one run with everything it produced, in one transaction."""
-        with self.db:
+        with self._writing():
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
                 " warmup, status, started, ended, argv, exit_code, error, annotations)"
