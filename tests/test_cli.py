@@ -69,6 +69,20 @@ def test_plan_prints_runs_commands_and_duration(tmp_path: Path,
     assert "--rw=read" in runs[0] and "--rw=write" in runs[1] and " r2 " in runs[2]
 
 
+def test_plan_shows_a_path_outside_the_target_as_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, options: {filename: /dev/loop0}}]\n"
+                   "repeat: 1\n")
+    assert main(["plan", str(exp)]) == 0
+    out = capsys.readouterr().out
+    assert "   1   r1 d                (cannot run: fio workload w on target d: 1 problem(s))" \
+        in out
+    assert ("warning: this plan cannot run here yet: p: 1 problem(s)\n  workloads[0].options"
+            " [options] filename: '/dev/loop0': is outside the target") in out
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     """`volbench plan FILE | head`: the pipe closes while plan still writes."""
     exp = tmp_path / "e.yaml"

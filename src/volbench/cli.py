@@ -68,9 +68,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         spec = exp.workload(run.workload)
         placeholder = targets.placeholder(exp.target(run.target))
         ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"})
-        inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx)
+        try:
+            line = command_line(WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx).argv)
+        except VolbenchError as exc:  # e.g. a path outside the target: said once, below
+            line = f"(cannot run: {str(exc).splitlines()[0]})"
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
-        print(f"{i:4d} {tag:>4} {run.target:<16} {command_line(inv.argv)}")
+        print(f"{i:4d} {tag:>4} {run.target:<16} {line}")
     try:
         preflight(exp, plan)
     except VolbenchError as exc:
