@@ -13,7 +13,7 @@ import pytest
 
 from conftest import tool
 from test_guard import loop
-from volbench import execution
+from volbench import execution, proc
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document
 from volbench.runner import run_experiment
@@ -68,6 +68,12 @@ def test_options_naming_another_device_are_refused_before_the_run(
     with Store(db) as store:
         assert store.experiments() == []  # refused before anything was stored
     assert list(target.iterdir()) == []
+    # Control: the same write without volbench does change the device, so the checksum
+    # above would have caught the attack (as it did before pathcheck).
+    proc.run(["fio", "--name=control", f"--filename={bystander}", "--rw=write", "--bs=1M",
+              "--size=1M", "--direct=1", "--buffer_pattern=0x5a", "--output=/dev/null"],
+             timeout=60)
+    assert digest(bystander) != before
 
 
 def test_the_check_runs_again_on_the_built_target_before_fio_starts(
