@@ -204,3 +204,26 @@ def test_a_killed_owner_s_experiment_is_taken_over_by_resume(tmp_path: Path,
         runs = [r for r in store.runs([1]) if r.status.value == "ok"]
         assert store.db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
     assert sorted(r.repetition for r in runs) == [1, 2, 3, 4]
+
+
+@pytest.mark.slow
+def test_two_resumes_of_a_new_experiment_at_once_make_one_experiment(tmp_path: Path,
+                                                                   workdir: Path) -> None:
+    """Nothing to resume yet: the look and the creation happen under one lock, so the
+    second run finds the first's experiment (and is refused) instead of making another."""
+    tool("fio")
+    file = experiment_file(tmp_path, workdir, "fresh")
+    db = tmp_path / "same.db"
+    procs = [subprocess.Popen([*RUN, str(file), "--db", str(db), "--resume"], env=env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    refused = [err for _, err in results if "is being run by PID" in err]
+    # Refused, or (on a slow start) it came after the first had finished: nothing left.
+    assert (codes == [0, 1] and len(refused) == 1) or \
+        (codes == [0, 0] and any("4 already done" in out for out, _ in results)), results
+    with Store(db) as store:
+        (exp,) = store.experiments()
+        runs = store.runs([exp.id])
+    assert sorted(r.repetition for r in runs) == [1, 2, 3, 4]

@@ -27,6 +27,7 @@ from volbench.errors import (
     Interrupted,
     Problem,
     ResourceError,
+    StoreError,
     VolbenchError,
     key_lines,
 )
@@ -348,29 +349,43 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
     claimed for as long as this runs (claims.py): a second writer is refused."""
     progress = progress or NoProgress()
     with Store(db) as store:
+        experiment_id, plan, resumed = _open_experiment(exp, store, resume, take_over, progress)
+        try:
+            return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
+                                retry_failed and resumed)
+        finally:
+            store.release(experiment_id)
+
+
+def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: bool,
+                     progress: Progress) -> tuple[int, Plan, bool]:
+    """(experiment id, plan, resumed?): the experiment to resume, claimed, or a new one.
+
+    With --resume, the look for an experiment to resume and the creation of a new one
+    happen under one lock, so two runs started together never make two experiments."""
+    for _ in range(2):
         previous = store.find_resumable(exp.spec_hash) if resume else None
         plan = make_plan(exp, seed=previous.seed if previous else None)
         preflight(exp, plan)
         if previous is not None:
-            experiment_id = previous.id
-            note = store.claim(experiment_id, take_over=take_over)
+            note = store.claim(previous.id, take_over=take_over)
             if note:
                 progress.note(note)
-        else:
-            if resume:
-                progress.note("nothing to resume for this experiment file: starting afresh")
-            env = hostinfo.capture(required_tools(exp))
-            if exp.lab is not None and inside_lab():
-                # The disks' caps and flush mode are part of what was measured, and the
-                # document only holds the classes the file spelled out, not the defaults.
-                env["lab"] = exp.lab.describe()
-            experiment_id = store.begin_experiment(exp.name, exp.spec_hash, exp.document, env,
-                                                   plan.seed, claim=True)
-        try:
-            return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
-                                retry_failed if previous is not None else False)
-        finally:
-            store.release(experiment_id)
+            return previous.id, plan, True
+        env = hostinfo.capture(required_tools(exp))
+        if exp.lab is not None and inside_lab():
+            # The disks' caps and flush mode are part of what was measured, and the
+            # document only holds the classes the file spelled out, not the defaults.
+            env["lab"] = exp.lab.describe()
+        args = (exp.name, exp.spec_hash, exp.document, env, plan.seed)
+        if not resume:
+            return store.begin_experiment(*args, claim=True), plan, False
+        new = store.begin_if_new(*args)
+        if new is not None:
+            progress.note("nothing to resume for this experiment file: starting afresh")
+            return new, plan, False
+    raise StoreError(f"the experiment to resume in {store.path} changed twice while "
+                     "starting; run the command again")
 
 
 def _make_workdir(exp: Experiment, scope: journal.Scope, experiment_id: int) -> Path:

@@ -90,7 +90,26 @@ class Store:
                          environment: Mapping[str, Any], seed: int | None, *,
                          claim: bool = False) -> int:
         """A new experiment row; with `claim`, claimed by this process (claims.py)."""
+        found = self._begin(name, spec_hash, document, environment, seed, claim, False)
+        assert found is not None
+        return found
+
+    def begin_if_new(self, name: str, spec_hash: str, document: Mapping[str, Any],
+                     environment: Mapping[str, Any], seed: int | None) -> int | None:
+        """A new claimed experiment, or None when one with this spec exists by now (two
+        `--resume` of a new experiment at once: the second then resumes the first's)."""
+        return self._begin(name, spec_hash, document, environment, seed, True, True)
+
+    def _begin(self, name: str, spec_hash: str, document: Mapping[str, Any],
+               environment: Mapping[str, Any], seed: int | None, claim: bool,
+               only_new: bool) -> int | None:
         with self._writing():
+            if only_new:
+                # The write lock from the look to the insert: nobody adds one in between.
+                self.db.execute("BEGIN IMMEDIATE")
+                if self.db.execute("SELECT 1 FROM experiments WHERE spec_hash = ?",
+                                   (spec_hash,)).fetchone():
+                    return None
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
                 " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
