@@ -29,6 +29,17 @@ def test_enospc_is_recognised_in_tools_words() -> None:
     assert not space.mentions_enospc("exit code 1: fio: failed parsing rw=x", "")
 
 
+def test_a_raw_device_too_small_is_named(tmp_path: Path) -> None:
+    why = space.explain(["dd: error writing '/dev/loop3': No space left on device"],
+                        directory=None, device="/dev/loop3", rundir=tmp_path,
+                        needed=2**30, before=None)
+    assert why == ("no space left on the raw device /dev/loop3: the workload needs 1G, more "
+                   "than the device holds; give the target a larger disk or the workload a "
+                   "smaller size")
+    assert space.explain(["exit code 1: bad option"], directory=None, device="/dev/loop3",
+                         rundir=tmp_path, needed=None, before=None) is None
+
+
 def fio(name: str, size: str, **more: Any) -> dict[str, Any]:
     return {"name": name, "tool": "fio", "rw": "randread", "bs": "64k", "size": size,
             "runtime": "1s", **more}
