@@ -80,7 +80,7 @@ def test_plan_shows_a_path_outside_the_target_as_a_warning(
     assert "   1   r1 d                (cannot run: fio workload w on target d: 1 problem(s))" \
         in out
     assert ("warning: this plan cannot run here yet: p: 1 problem(s)\n  workloads[0].options"
-            " [options] filename: '/dev/loop0': is outside the target") in out
+            ".filename: '/dev/loop0': is outside the target") in out
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:

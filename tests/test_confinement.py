@@ -62,7 +62,7 @@ def test_options_naming_another_device_are_refused_before_the_run(
     with pytest.raises(ExperimentError) as err:
         run_experiment(parse_document(doc), db=db)
     text = str(err.value)
-    assert f"workloads[0].options [options] filename: '{bystander}'" in text
+    assert f"workloads[0].options.filename: '{bystander}'" in text
     assert "make a `directory` target for it" in text
     assert digest(bystander) == before
     with Store(db) as store:

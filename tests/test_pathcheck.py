@@ -35,7 +35,7 @@ def jobfile(tmp_path: Path, text: str, place: Place, name: str = "job.fio") -> l
 
 def test_the_issue_s_first_example_a_device_in_options_of_a_directory_target() -> None:
     (problem,) = opts(DIR, filename="/dev/loop0")
-    assert problem.startswith("w.options [options] filename: '/dev/loop0': is outside the "
+    assert problem.startswith("w.options.filename: '/dev/loop0': is outside the "
                               f"target's directory {TARGET}")
     assert "make a `directory` target for it" in problem
 

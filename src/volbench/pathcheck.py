@@ -94,8 +94,12 @@ class Setting:
     line: int | None = None
 
     def where(self) -> str:
-        at = f"{self.source}:{self.line}" if self.line is not None else self.source
-        return f"{at} [{self.section}] {self.key}"
+        """`job.fio:12 [dev] directory` in a job file; `workloads[0].options.directory`
+        for a field of the experiment file."""
+        if self.line is not None:
+            return f"{self.source}:{self.line} [{self.section}] {self.key}"
+        return self.source if self.source.endswith(f".{self.key}") else \
+            f"{self.source}.{self.key}"
 
 
 @dataclass(frozen=True)

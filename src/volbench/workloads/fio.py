@@ -134,10 +134,11 @@ def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[P
     else:
         data = (f"{place.directory}/volbench-fio-{params.get('size')}.dat"
                 if place.directory is not None else place.device)
-        base += [pathcheck.Setting("name", spec.name, spec.name, "volbench"),
-                 pathcheck.Setting("filename", data, spec.name, "volbench"),
+        field_at = source.rsplit(".", 1)[0]  # workloads[N]
+        base += [pathcheck.Setting("name", spec.name, spec.name, f"{field_at}.name"),
+                 pathcheck.Setting("filename", data, spec.name, "volbench's data file"),
                  pathcheck.Setting("ioengine", str(params.get("ioengine", "libaio")), spec.name,
-                                   f"{source.rsplit('.', 1)[0]}.ioengine")]
+                                   f"{field_at}.ioengine")]
     return pathcheck.check(user, place, base)
 
 
