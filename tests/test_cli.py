@@ -69,6 +69,20 @@ def test_plan_prints_runs_commands_and_duration(tmp_path: Path,
     assert "--rw=read" in runs[0] and "--rw=write" in runs[1] and " r2 " in runs[2]
 
 
+def test_plan_shows_a_path_outside_the_target_as_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, options: {filename: /dev/loop0}}]\n"
+                   "repeat: 1\n")
+    assert main(["plan", str(exp)]) == 0
+    out = capsys.readouterr().out
+    assert "   1   r1 d                (cannot run: fio workload w on target d: 1 problem(s))" \
+        in out
+    assert ("warning: this plan cannot run here yet: p: 1 problem(s)\n  workloads[0].options"
+            ".filename: '/dev/loop0': is outside the target") in out
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     """`volbench plan FILE | head`: the pipe closes while plan still writes."""
     exp = tmp_path / "e.yaml"
@@ -124,3 +138,26 @@ def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     for name in ("root", "loop devices", "blkio throttling", "device-mapper", "KVM", "tool fio"):
         assert any(line[4:].startswith(name) for line in out.splitlines()), name
+
+
+def test_a_run_with_failed_runs_says_how_to_run_them_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    space = tmp_path / "space"
+    space.mkdir()
+    exp = tmp_path / "e.yaml"
+    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
+                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
+                   " runtime: 1s, direct: false, options: {rw: no-such-mode}}]\nrepeat: 1\n")
+    db = tmp_path / "r.db"
+    assert main(["run", str(exp), "--db", str(db), "--quiet"]) != 0
+    assert "1 failed; results in" in capsys.readouterr().out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "no runs, 1 already done" in out and "--retry-failed" not in out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--retry-failed"]) != 0
+    out = capsys.readouterr().out
+    assert "1 failed; results in" in out
+    assert out.rstrip().endswith("failed runs can be run again (once the cause is fixed) with "
+                                 "--retry-failed")

@@ -133,6 +133,11 @@ def test_commands_are_argv_lists_never_a_shell(tmp_path: Path) -> None:
     ):
         with pytest.raises(ExperimentError, match=message):
             command_spec(command=bad)
+
+
+def test_the_command_s_directory_variable_cannot_be_pointed_elsewhere() -> None:
+    with pytest.raises(ExperimentError, match=r"workloads\[0\]\.env\.VOLBENCH_DIR: is set by"):
+        command_spec(command=["true"], env={"VOLBENCH_DIR": "/"})
     with pytest.raises(ExperimentError, match="command: is required"):
         command_spec(setup="true")
     with pytest.raises(ExperimentError, match="user: no user 'no-such-user-vb'"):

@@ -191,6 +191,19 @@ def test_a_users_job_file_gets_each_hosts_directory(tmp_path: Path) -> None:
     assert text.endswith(own.read_text())
 
 
+def test_each_host_s_job_is_confined_to_that_host_s_directory(tmp_path: Path) -> None:
+    from volbench.errors import ExperimentError
+
+    clients = [{"host": "a", "server": "ip:10.0.0.1,8765", "address": "10.0.0.1",
+                "port": 8765, "path": "/srv/x", "device": None}]
+    escape = fio.FioSpec("u", "fio", options={"write_bw_log": "/var/log/bw"})
+    with pytest.raises(ExperimentError, match=r"(?s)on a: .*write_bw_log: '/var/log/bw'"):
+        fio.KIND.command(escape, RANDREAD, context(tmp_path, clients))
+    inside = fio.FioSpec("u", "fio", options={"write_bw_log": "${VOLBENCH_DIR}/bw"})
+    inv = fio.KIND.command(inside, RANDREAD, context(tmp_path, clients))
+    assert "write_bw_log=/srv/x/bw\n" in inv.files[Path(inv.argv[-1])]
+
+
 def test_ordinary_targets_run_fio_locally(tmp_path: Path) -> None:
     built = Built("plain", "directory", tmp_path)
     inv = fio.KIND.command(fio.FioSpec("r", "fio"), RANDREAD, RunContext(built, tmp_path / "r"))

@@ -89,7 +89,7 @@ def test_a_failing_workload_is_recorded_and_the_experiment_goes_on(workdir: Path
     tool("fio")
     doc = small(workdir, repeat=1)
     doc["workloads"].append({"name": "bad", "tool": "fio", "rw": "randread", "size": "8M",
-                             "runtime": "1s", "options": {"ioengine": "no-such-engine"}})
+                             "runtime": "1s", "options": {"rw": "no-such-mode"}})
     doc["workloads"].append(dict(doc["workloads"][0], name="after"))
     outcome = run_experiment(parse_document(doc), db=tmp_path / "f.db")
     assert outcome.counts == {"ok": 2, "failed": 1}
@@ -97,7 +97,7 @@ def test_a_failing_workload_is_recorded_and_the_experiment_goes_on(workdir: Path
         bad = next(r for r in store.runs([outcome.experiment_id], outputs=True)
                    if r.workload == "bad")
     assert bad.status is Status.FAILED and bad.exit_code != 0
-    assert "no-such-engine" in bad.outputs["stderr"] + bad.outputs["stdout"]
+    assert "no-such-mode" in bad.outputs["stderr"] + bad.outputs["stdout"]
     assert "exit code" in bad.error
     assert not journal.read_leftovers()
 

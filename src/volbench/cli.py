@@ -36,8 +36,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     exp, note = _load(args.file)
     if note:
         print(f"note: {note}", file=sys.stderr)
-    outcome = run_experiment(exp, db=args.db, resume=args.resume, repetitions=args.runs,
-                             progress=TerminalProgress(quiet=args.quiet))
+    outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
+                             repetitions=args.runs, progress=TerminalProgress(quiet=args.quiet),
+                             retry_failed=args.retry_failed, take_over=args.take_over)
     out = args.db.with_name(args.db.stem + "-report.md")
     with Store(args.db) as store:
         rep = _report_for(store, [outcome.experiment_id])
@@ -47,6 +48,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     skipped = f", {outcome.skipped} already done" if outcome.skipped else ""
     print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
     bad = sum(n for s, n in outcome.counts.items() if s != "ok") + len(outcome.failed_targets)
+    if any(s in ("failed", "timeout") for s in outcome.counts):
+        print("failed runs can be run again (once the cause is fixed) with --retry-failed")
     return EXIT_RUNS_FAILED if bad else 0
 
 
@@ -65,9 +68,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         spec = exp.workload(run.workload)
         placeholder = targets.placeholder(exp.target(run.target))
         ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"})
-        inv = WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx)
+        try:
+            line = command_line(WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx).argv)
+        except VolbenchError as exc:  # e.g. a path outside the target: said once, below
+            line = f"(cannot run: {str(exc).splitlines()[0]})"
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
-        print(f"{i:4d} {tag:>4} {run.target:<16} {command_line(inv.argv)}")
+        print(f"{i:4d} {tag:>4} {run.target:<16} {line}")
     try:
         preflight(exp, plan)
     except VolbenchError as exc:
@@ -194,7 +200,8 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     from volbench.runner import signals_raise
 
     extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
-        + (["--runs", str(args.runs)] if args.runs else [])
+        + (["--runs", str(args.runs)] if args.runs else []) \
+        + (["--retry-failed"] if args.retry_failed else [])
     with signals_raise():
         outcome = run_experiment_in_lab(args.file, db=args.db, cli_args=extra,
                                         workdir=args.workdir, timeout=args.timeout,
@@ -271,6 +278,8 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     run.add_argument("file", type=Path, help="experiment file with a lab: section")
     run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
+                     "the runs that failed or timed out")
     run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no live console output")
     run.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds "
@@ -305,6 +314,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
     run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
+                     "the runs that failed or timed out")
+    run.add_argument("--take-over", action="store_true", help="resume even though another "
+                     "host's volbench holds the experiment (it is gone for good)")
     run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no progress output")
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")

@@ -7,6 +7,7 @@ a timeout). Interruptions propagate after the partial run is described.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import time
@@ -14,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from volbench import cgroups, diskstats, proc
-from volbench.errors import VolbenchError, key_lines
+from volbench import cgroups, diskstats, proc, space
+from volbench.errors import ResourceError, VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -36,9 +37,15 @@ def drop_caches() -> str | None:
 
 
 def prepare_rundir(rundir: Path, user: str | None) -> None:
-    rundir.mkdir(parents=True, exist_ok=True)
-    if user is not None:
-        shutil.chown(rundir, user=user)
+    try:
+        rundir.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            shutil.chown(rundir, user=user)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(rundir)) from exc
+        raise ResourceError(f"cannot make the run directory {rundir}: {exc.strerror}; check "
+                            "the work directory (workdir:)") from exc
 
 
 def write_files(inv: Invocation) -> None:
@@ -99,6 +106,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             why = drop_caches()
             if why:
                 annotations["caches"] = why
+        listed = space.entries(built.path)  # to remove a workload's files if they did not fit
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
         done = run_invocation(inv, built, tracker)
@@ -134,6 +142,12 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             elif not error:  # the exit code says more than "no output to parse"
                 error = str(exc)
             status = Status.FAILED
+    if status is Status.FAILED:
+        why = space.explain([error, done.stderr, done.stdout], directory=built.path,
+                            device=built.block_device, rundir=ctx.rundir,
+                            needed=annotations.get("working_set_bytes"), before=listed)
+        if why:
+            error = f"{why} [{error[:300]}]"
     return RunResult(target, workload.name, params, repetition, status, done.started,
                      done.ended, warmup, argv=done.argv, exit_code=done.returncode,
                      error=error, parsed=parsed, outputs=outputs, annotations=annotations)

@@ -9,6 +9,7 @@ finish the job if volbench itself is killed.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -20,8 +21,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, tools
-from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
+from volbench import adaptive, hostinfo, journal, pathcheck, space, tools
+from volbench.errors import (
+    ExperimentError,
+    Interrupted,
+    Problem,
+    ResourceError,
+    StoreError,
+    VolbenchError,
+    key_lines,
+)
 from volbench.execution import measure, prepare_rundir, run_invocation, write_files
 from volbench.experiment import Experiment, root_problems
 from volbench.model import RunResult, Status, canonical_json
@@ -30,7 +39,7 @@ from volbench.plan import Group, Plan, PlannedRun, make_plan
 from volbench.recipe import Recipe
 from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target
+from volbench.targets import BuildContext, Built, open_target, placeholder
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import (
     HostFacts,
@@ -91,9 +100,29 @@ def required_tools(exp: Experiment) -> list[str]:
     return sorted(names)
 
 
+def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
+    """Paths in workloads' options and job files that would leave their targets.
+
+    The targets are not built yet: their directory and device are ${VOLBENCH_DIR} and
+    ${VOLBENCH_DEV}, so only paths written that way (or relative ones) can pass; the
+    same check runs again on the built target right before the tool starts."""
+    found: dict[str, Problem] = {}
+    for run in plan.runs(1):
+        spec = exp.workload(run.workload)
+        check = WORKLOAD_KINDS[spec.tool].confinement
+        if check is None:
+            continue
+        raw = placeholder(exp.target(run.target)).path is None
+        place = pathcheck.Place(None if raw else f"${{{pathcheck.DIR_VAR}}}",
+                                f"${{{pathcheck.DEV_VAR}}}" if raw else None, known=False)
+        for problem in check(spec, run.params, place):
+            found.setdefault(str(problem), problem)
+    return list(found.values())
+
+
 def preflight(exp: Experiment, plan: Plan) -> None:
     """Everything that can be checked before touching anything."""
-    problems = root_problems(exp)
+    problems = root_problems(exp) + confinement_problems(exp, plan)
     if problems:
         raise ExperimentError(problems, exp.name)
     for name in required_tools(exp):
@@ -183,17 +212,23 @@ class Session:
         key = (run.target, kind.setup_key(spec, run.params))
         if key not in self.setups:
             rundir = self.rundir(f"setup-{run.target}")
-            prepare_rundir(rundir, None)
             try:
+                prepare_rundir(rundir, None)
                 self.setups[key] = self.run_steps(
                     kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,
-                    "setup")
+                    "setup", rundir, kind.working_set(spec, run.params))
+            except VolbenchError as exc:
+                self.setups[key] = f"setup failed: {exc}"
             finally:
                 shutil.rmtree(rundir, ignore_errors=True)
         return self.setups[key]
 
-    def run_steps(self, steps: list[Invocation], built: Built, what: str) -> str | None:
-        """Run untimed steps in order; the first failure's description, or None."""
+    def run_steps(self, steps: list[Invocation], built: Built, what: str,
+                  rundir: Path | None = None, needed: int | None = None) -> str | None:
+        """Run untimed steps in order; the first failure's description, or None.
+
+        A step that ran out of space says so, and what it created on the target goes
+        (a partial data file would make every later run there fail too)."""
         try:
             for inv in steps:
                 if inv.cwd is not None:
@@ -201,9 +236,16 @@ class Session:
                 for path in inv.outputs.values():
                     prepare_rundir(path.parent, inv.user)
                 write_files(inv)
+                listed = space.entries(built.path)
                 done = run_invocation(inv, built, self.journal)
                 if done.timed_out or done.returncode != 0:
                     tail = " | ".join(key_lines(done.stderr or done.stdout))
+                    why = space.explain([done.stderr, done.stdout], directory=built.path,
+                                        device=built.block_device,
+                                        rundir=rundir or self.workdir, needed=needed,
+                                        before=listed)
+                    if why:
+                        return f"{what} failed: {why} [{tail[:300]}]"
                     return f"{what} failed ({' '.join(inv.argv[:3])} …): {tail}"
         except VolbenchError as exc:
             return f"{what} failed: {exc}"
@@ -306,52 +348,94 @@ class Session:
 
 
 def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
-                   repetitions: int | None = None, progress: Progress | None = None
-                   ) -> Outcome:
-    """Run a whole experiment into the database at `db`; returns what happened."""
+                   repetitions: int | None = None, progress: Progress | None = None,
+                   retry_failed: bool = False, take_over: bool = False) -> Outcome:
+    """Run a whole experiment into the database at `db`; returns what happened.
+
+    With `resume`, the latest experiment with this spec continues (runs not yet
+    finished; with `retry_failed` also runs that failed or timed out). The experiment is
+    claimed for as long as this runs (claims.py): a second writer is refused."""
     progress = progress or NoProgress()
     with Store(db) as store:
+        experiment_id, plan, resumed = _open_experiment(exp, store, resume, take_over, progress)
+        try:
+            return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
+                                retry_failed and resumed)
+        finally:
+            store.release(experiment_id)
+
+
+def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: bool,
+                     progress: Progress) -> tuple[int, Plan, bool]:
+    """(experiment id, plan, resumed?): the experiment to resume, claimed, or a new one.
+
+    With --resume, the look for an experiment to resume and the creation of a new one
+    happen under one lock, so two runs started together never make two experiments."""
+    for _ in range(2):
         previous = store.find_resumable(exp.spec_hash) if resume else None
         plan = make_plan(exp, seed=previous.seed if previous else None)
         preflight(exp, plan)
         if previous is not None:
-            experiment_id = previous.id
-            done = store.finished_keys(experiment_id)
-            store.set_status(experiment_id, "running")
-        else:
-            if resume:
-                progress.note("nothing to resume for this experiment file: starting afresh")
-            env = hostinfo.capture(required_tools(exp))
-            if exp.lab is not None and hostinfo.inside_lab():
-                # The disks' caps and flush mode are part of what was measured, and the
-                # document only holds the classes the file spelled out, not the defaults.
-                env["lab"] = exp.lab.describe()
-            experiment_id = store.begin_experiment(exp.name, exp.spec_hash, exp.document, env,
-                                                   plan.seed)
-            done = set()
-        n = repetitions if repetitions is not None else exp.repeat.min
-        todo = [r for r in plan.runs(n) if r.run_key not in done]
-        progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
-        status = "failed"
-        with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
-            scope = jrnl.scope()
-            try:
-                exp.workdir.mkdir(parents=True, exist_ok=True)
-                workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
-                make_tree(scope, workdir / "runs")
-                session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
-                adapt = exp.repeat.adaptive and repetitions is None
-                for group in plan.groups:
-                    session.run_group(group, done, n, adapt)
-                status = "done"
-            except (Interrupted, KeyboardInterrupt):
-                status = "interrupted"
-                raise
-            finally:
-                errors = scope.close()
-                store.set_status(experiment_id, status)
-                progress.end()
-                if errors:
-                    progress.note("teardown incomplete, run `volbench cleanup`: "
-                                  + "; ".join(errors))
-        return session.outcome
+            note = store.claim(previous.id, take_over=take_over)
+            if note:
+                progress.note(note)
+            return previous.id, plan, True
+        env = hostinfo.capture(required_tools(exp))
+        if exp.lab is not None and hostinfo.inside_lab():
+            # The disks' caps and flush mode are part of what was measured, and the
+            # document only holds the classes the file spelled out, not the defaults.
+            env["lab"] = exp.lab.describe()
+        args = (exp.name, exp.spec_hash, exp.document, env, plan.seed)
+        if not resume:
+            return store.begin_experiment(*args, claim=True), plan, False
+        new = store.begin_if_new(*args)
+        if new is not None:
+            progress.note("nothing to resume for this experiment file: starting afresh")
+            return new, plan, False
+    raise StoreError(f"the experiment to resume in {store.path} changed twice while "
+                     "starting; run the command again")
+
+
+def _make_workdir(exp: Experiment, scope: journal.Scope, experiment_id: int) -> Path:
+    """This run's own directory (outputs of every run go under it), or why not."""
+    try:
+        exp.workdir.mkdir(parents=True, exist_ok=True)
+        workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
+        make_tree(scope, workdir / "runs")
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(exp.workdir)) from exc
+        raise ResourceError(f"cannot make the work directory under {exp.workdir}: "
+                            f"{exc.strerror}; set workdir: to a writable directory") from exc
+    return workdir
+
+
+def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
+                 progress: Progress, repetitions: int | None, retry_failed: bool) -> Outcome:
+    # Read only once claimed: another writer's runs are all stored by then.
+    done = store.finished_keys(experiment_id, retry_failed=retry_failed)
+    store.set_status(experiment_id, "running")
+    n = repetitions if repetitions is not None else exp.repeat.min
+    todo = [r for r in plan.runs(n) if r.run_key not in done]
+    progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+    status = "failed"
+    with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
+        scope = jrnl.scope()
+        try:
+            workdir = _make_workdir(exp, scope, experiment_id)
+            session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+            adapt = exp.repeat.adaptive and repetitions is None
+            for group in plan.groups:
+                session.run_group(group, done, n, adapt)
+            status = "done"
+        except (Interrupted, KeyboardInterrupt):
+            status = "interrupted"
+            raise
+        finally:
+            errors = scope.close()
+            store.set_status(experiment_id, status)
+            progress.end()
+            if errors:
+                progress.note("teardown incomplete, run `volbench cleanup`: "
+                              + "; ".join(errors))
+    return session.outcome

@@ -190,8 +190,20 @@ def add_to_totals(db: sqlite3.Connection, key: TotalsKey,
          json.dumps(sorted(counts.items()))))
 
 
+# One writer per experiment (claims.py): who runs it now, and since when.
+V3 = """
+    CREATE TABLE claims (
+        experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id),
+        host TEXT NOT NULL,
+        boot_id TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_start INTEGER NOT NULL,
+        since REAL NOT NULL
+    );
+    """
+
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [V1, _v2]
+MIGRATIONS: list[Migration] = [V1, _v2, V3]
 VERSION = len(MIGRATIONS)
 
 
@@ -208,6 +220,11 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         step = MIGRATIONS[number]
         db.execute("BEGIN IMMEDIATE")
         try:
+            # Another volbench may have migrated it while this one waited for the lock
+            # (two runs starting on one new database at once).
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) > number:
+                db.commit()
+                continue
             if isinstance(step, str):
                 for statement in step.split(";"):
                     if statement.strip():

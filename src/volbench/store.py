@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from volbench import schema
+from volbench import claims, schema, space
 from volbench.bulk import json_many, paused_gc
 from volbench.errors import StoreError
 from volbench.model import (
@@ -54,12 +54,30 @@ class Store:
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self.db.close()
+            if space.is_full(path.resolve().parent):  # SQLite says "disk I/O error" then
+                raise StoreError(self._full()) from exc
             raise StoreError(f"{path} is not a volbench database: {exc}; check the path "
                              "(--db)") from exc
         schema.migrate(self.db, path)
 
+    def _full(self) -> str:
+        return space.output_full(
+            self.path.resolve().parent, f"the results database {self.path.name}",
+            "give --db a path on a larger filesystem; the runs stored so far are kept")
+
     def close(self) -> None:
         self.db.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; a full disk named as such (not a bare OperationalError)."""
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as exc:
+            if "full" not in str(exc):
+                raise
+            raise StoreError(self._full()) from exc
 
     def __enter__(self) -> Store:
         return self
@@ -69,18 +87,51 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------
     def begin_experiment(self, name: str, spec_hash: str, document: Mapping[str, Any],
-                         environment: Mapping[str, Any], seed: int | None) -> int:
-        with self.db:
+                         environment: Mapping[str, Any], seed: int | None, *,
+                         claim: bool = False) -> int:
+        """A new experiment row; with `claim`, claimed by this process (claims.py)."""
+        found = self._begin(name, spec_hash, document, environment, seed, claim, False)
+        assert found is not None
+        return found
+
+    def begin_if_new(self, name: str, spec_hash: str, document: Mapping[str, Any],
+                     environment: Mapping[str, Any], seed: int | None) -> int | None:
+        """A new claimed experiment, or None when one with this spec exists by now (two
+        `--resume` of a new experiment at once: the second then resumes the first's)."""
+        return self._begin(name, spec_hash, document, environment, seed, True, True)
+
+    def _begin(self, name: str, spec_hash: str, document: Mapping[str, Any],
+               environment: Mapping[str, Any], seed: int | None, claim: bool,
+               only_new: bool) -> int | None:
+        with self._writing():
+            if only_new:
+                # The write lock from the look to the insert: nobody adds one in between.
+                self.db.execute("BEGIN IMMEDIATE")
+                if self.db.execute("SELECT 1 FROM experiments WHERE spec_hash = ?",
+                                   (spec_hash,)).fetchone():
+                    return None
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
                 " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
                  time.time()))
-        assert cur.lastrowid is not None
+            assert cur.lastrowid is not None
+            if claim:  # in the same transaction: a --resume elsewhere cannot slip in between
+                claims.insert(self.db, cur.lastrowid, claims.me())
         return cur.lastrowid
 
+    def claim(self, experiment_id: int, *, take_over: bool = False) -> str | None:
+        """Claim an existing experiment for this process (claims.py)."""
+        row = self.experiment(experiment_id)
+        return claims.claim(self.db, experiment_id,
+                            f"experiment {row.id} ({row.name}) in {self.path}",
+                            take_over=take_over)
+
+    def release(self, experiment_id: int) -> None:
+        claims.release(self.db, experiment_id)
+
     def set_status(self, experiment_id: int, status: str) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("UPDATE experiments SET status = ?, finished = ? WHERE id = ?",
                             (status, time.time() if status != "running" else None,
                              experiment_id))
@@ -102,7 +153,7 @@ class Store:
 
     def save_run(self, experiment_id: int, run: RunResult) -> int:
         """Insert one run with everything it produced, in one transaction."""
-        with self.db:
+        with self._writing():
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
                 " warmup, status, started, ended, argv, exit_code, error, annotations)"
@@ -164,11 +215,14 @@ class Store:
             " WHERE experiment_id = ? ORDER BY rowid", (experiment_id,))
         return [TargetRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
-    def finished_keys(self, experiment_id: int) -> set[tuple[str, int, bool]]:
+    def finished_keys(self, experiment_id: int, *, retry_failed: bool = False
+                      ) -> set[tuple[str, int, bool]]:
+        """Runs --resume skips: finished ones, or with `retry_failed` only the ok ones."""
         rows = self.db.execute(
             "SELECT case_key, repetition, warmup, status FROM runs WHERE experiment_id = ?",
             (experiment_id,))
-        return {(r[0], r[1], bool(r[2])) for r in rows if Status(r[3]).finished}
+        return {(r[0], r[1], bool(r[2])) for r in rows
+                if (Status(r[3]) is Status.OK if retry_failed else Status(r[3]).finished)}
 
     def count_runs(self, experiment_id: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE experiment_id = ?",

@@ -98,6 +98,34 @@ def setting_problem(name: str) -> str | None:
         return f"'{name}' is not a PostgreSQL setting name"
     if name in FIXED:
         return f"{name} is set by volbench to keep the cluster private"
+    if name in OUTSIDE:
+        return (f"{name} runs a command or puts the cluster's files outside its directory "
+                "on the target")
+    return None
+
+
+# The string settings of `postgres --describe-config` (PostgreSQL 15) that name a file,
+# directory, command or library, less the ones that stay inside the cluster: a server
+# started for a benchmark must not run commands, load code from a path, or write (or
+# take its configuration from) anywhere but its own directory on the target.
+OUTSIDE = ("archive_cleanup_command", "archive_command", "recovery_end_command",
+           "restore_command", "ssl_passphrase_command", "data_directory",
+           "external_pid_file", "hba_file", "ident_file", "dynamic_library_path",
+           "extension_destdir", "promote_trigger_file")
+# Libraries by name only (from PostgreSQL's own directory, e.g. pg_stat_statements).
+LIBRARIES = ("shared_preload_libraries", "local_preload_libraries",
+             "session_preload_libraries", "archive_library")
+# Relative to the cluster's directory; may not climb out of it.
+RELATIVE = ("log_directory", "log_filename")
+
+
+def value_problem(name: str, value: str) -> str | None:
+    """Why a setting's value would reach outside the cluster, or None."""
+    if name in LIBRARIES and "/" in value:
+        return f"{name} loads libraries by name only, not from a path ({value!r})"
+    if name in RELATIVE and (value.startswith("/") or ".." in value.split("/")):
+        return (f"{name} must stay inside the cluster's directory on the target; "
+                f"{value!r} does not")
     return None
 
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.errors import ParseError
+from volbench.errors import ParseError, Problem
 from volbench.fields import Reader
 from volbench.journal import Scope
 from volbench.model import Params, Parsed, Scalar
+from volbench.pathcheck import Place
 from volbench.targets.base import Built
 
 
@@ -145,6 +146,9 @@ class WorkloadKind:
     partial_results: bool = False
     # Working set in bytes for a case (compared with RAM), if the workload knows it.
     working_set: Callable[[Any, Params], int | None] = lambda spec, params: None
+    # Workloads that take paths from the user (fio's options and job files): what would
+    # reach outside the place a run may touch (pathcheck; checked before any run).
+    confinement: Callable[[Any, Params, Place], list[Problem]] | None = None
 
 
 class LostHosts(ParseError):

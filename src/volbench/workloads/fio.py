@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench import units
-from volbench.errors import ParseError
+from volbench import pathcheck, units
+from volbench.errors import ExperimentError, ParseError, Problem
 from volbench.fields import Reader, choice, flag, percent, whole
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.services import fioservers
@@ -41,6 +41,8 @@ class FioSpec(WorkloadSpec):
     jobfile: Path | None = None
     # Extra fio options passed through verbatim (--key=value), not matrix axes.
     options: Mapping[str, str] = field(default_factory=dict)
+    # Where `options:` was written (for messages that name the field).
+    options_at: str = "options"
 
 
 def _fio_size(value: Any) -> str:
@@ -56,13 +58,15 @@ def _seconds(value: Any) -> float:
 
 def parse(r: Reader, name: str) -> FioSpec:
     options = {str(k): str(v) for k, v in dict(r.sub("options", {}).data).items()}
+    options_at = r.at("options")
     if r.has("jobfile"):
         path = Path(r.text("jobfile"))
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
                       "give the path of a fio job file, relative to where you run volbench")
         r.finish()
-        return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options)
+        return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options,
+                       options_at=options_at)
     matrix: dict[str, tuple[Scalar, ...]] = {
         "rw": tuple(r.axis("rw", "randread", choice(RW), "an fio rw mode", "randread")),
         "bs": tuple(r.axis("bs", "4k", _fio_size, "a block size such as 4k", "4k")),
@@ -79,7 +83,7 @@ def parse(r: Reader, name: str) -> FioSpec:
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
     r.finish()
-    return FioSpec(name, "fio", matrix, options=options)
+    return FioSpec(name, "fio", matrix, options=options, options_at=options_at)
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
@@ -108,8 +112,51 @@ def _job_args(spec: FioSpec, params: Params, built: Built) -> list[str]:
         if key in params:
             args.append(f"--{key}={params[key]}")
     args += [f"--runtime={params['runtime']:g}", "--time_based=1", "--group_reporting=1"]
-    args += [f"--{k}={v}" for k, v in spec.options.items()]
+    args += [f"--{k}={v}" for k, v in _expanded(spec, built).items()]
     return args
+
+
+def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[Problem]:
+    """Everything in `options:` and the job file that would reach outside `place`
+    (pathcheck), given what volbench itself passes: --directory for a job file on a
+    directory target, or the data file, job name and engine of a matrix case."""
+    source = spec.options_at
+    user = pathcheck.from_options(spec.options, source)
+    base: list[pathcheck.Setting] = []
+    if spec.jobfile is not None:
+        if place.directory is not None:
+            base.append(pathcheck.Setting("directory", place.directory, "global", "volbench"))
+        try:
+            user += pathcheck.read_jobfile(spec.jobfile)
+        except (OSError, UnicodeDecodeError) as exc:
+            return [Problem(str(spec.jobfile), f"cannot read the job file: {exc}",
+                            "give a readable fio job file")]
+    else:
+        data = (f"{place.directory}/volbench-fio-{params.get('size')}.dat"
+                if place.directory is not None else place.device)
+        field_at = source.rsplit(".", 1)[0]  # workloads[N]
+        base += [pathcheck.Setting("name", spec.name, spec.name, f"{field_at}.name"),
+                 pathcheck.Setting("filename", data, spec.name, "volbench's data file"),
+                 pathcheck.Setting("ioengine", str(params.get("ioengine", "libaio")), spec.name,
+                                   f"{field_at}.ioengine")]
+    return pathcheck.check(user, place, base)
+
+
+def _confine(spec: FioSpec, params: Params, built: Built) -> None:
+    """Refuse, before fio starts, a run that would touch anything outside the target."""
+    place = pathcheck.Place(str(built.path) if built.path is not None else None,
+                            built.block_device, os.path.realpath)
+    problems = confinement(spec, params, place)
+    if problems:
+        raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
+
+
+def _expanded(spec: FioSpec, built: Built) -> dict[str, str]:
+    """`options:` with ${VOLBENCH_DIR} / ${VOLBENCH_DEV} put in (fio expands variables in
+    job files, not on its command line)."""
+    place = pathcheck.Place(str(built.path) if built.path is not None else None,
+                            built.block_device)
+    return {k: pathcheck.expand(v, place)[0] for k, v in spec.options.items()}
 
 
 def setup_key(spec: FioSpec, params: Params) -> str:
@@ -140,12 +187,13 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     if fioclient.clients(ctx) is not None:
         return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
+    _confine(spec, params, built)
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
               f"--write_iops_log={LOG_PREFIX}", f"--write_bw_log={LOG_PREFIX}",
               "--log_avg_msec=1000"]
     if spec.jobfile is not None:
-        argv = [*common, *(f"--{k}={v}" for k, v in spec.options.items())]
+        argv = [*common, *(f"--{k}={v}" for k, v in _expanded(spec, built).items())]
         if built.path is not None:
             argv.append(f"--directory={built.path}")
         argv.append(str(spec.jobfile))
@@ -163,14 +211,20 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
     """Client/server mode (a multi-host target): one job file per host, see fioclient."""
     texts: dict[str, str] = {}
     for client in fioclient.clients(ctx) or []:
+        # Each host's own directory or device, as that host sees it (not resolved here).
+        place = pathcheck.Place(client.get("path") or None, client.get("device") or None)
+        problems = confinement(spec, params, place)
+        if problems:
+            raise ExperimentError(problems, f"fio workload {spec.name} on {client['host']}")
+        options = {k: pathcheck.expand(v, place)[0] for k, v in spec.options.items()}
         if spec.jobfile is not None:
-            texts[client["host"]] = fioclient.user_job_text(spec.jobfile, client, spec.options)
+            texts[client["host"]] = fioclient.user_job_text(spec.jobfile, client, options)
             continue
         job = [(k, str(params[k])) for k in ("rw", "bs", "iodepth", "numjobs", "size",
                                              "ioengine", "direct", "rwmixread") if k in params]
         job += [("runtime", f"{params['runtime']:g}"), ("time_based", "1"),
                 ("group_reporting", "1")]
-        texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, spec.options)
+        texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, options)
     timeout = 3600.0 if spec.jobfile is not None else 3 * float(params["runtime"]) + 120
     return fioclient.command(ctx, texts, timeout)
 
@@ -400,6 +454,6 @@ def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
 KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
-    tools=("fio",), working_set=working_set,
+    tools=("fio",), working_set=working_set, confinement=confinement,
     service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )

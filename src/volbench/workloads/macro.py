@@ -226,6 +226,11 @@ def _argv(r: Reader, key: str, required: bool) -> tuple[str, ...]:
 
 def parse_command(r: Reader, name: str) -> CommandSpec:
     env = {str(k): str(v) for k, v in dict(r.sub("env", {}).data).items()}
+    for key in [k for k in env if k.startswith("VOLBENCH_")]:
+        # $VOLBENCH_DIR is where the command may work (and a cleanup may delete): it
+        # always names the directory on the target, never one the file chose.
+        r.problem(f"env.{key}", "is set by volbench (the command's directory on the target)",
+                  "use another variable name")
     spec = CommandSpec(
         name,
         "command",

@@ -166,6 +166,8 @@ def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
             sr.problem(str(key), problem, "remove it")
         elif value is None or isinstance(value, dict | list):
             sr.problem(str(key), "expected one value such as 256MB, on or 200")
+        elif why := postgres.value_problem(str(key), _pg_value(value)):
+            sr.problem(str(key), why, "use a name or a relative path, or remove it")
         else:
             user[str(key)] = _pg_value(value)
     # Every client holds a connection; a few more for volbench's psql and pgbench's own.
