@@ -839,3 +839,23 @@ def test_percentile_follows_fio_convention_at_boundaries() -> None:
 def test_percentile_rejects_bad_input(bins: dict[float, int], p: float) -> None:
     with pytest.raises(ValueError):
         percentile_from_histogram(bins, p)
+
+
+# ---------------------------------------------------------------- numerical defects (issue 13)
+def test_normal_tail_keeps_its_digits_far_out() -> None:
+    from volbench.stats import normal_sf
+
+    # Q(7) and Q(9) from Abramowitz & Stegun 26.2 (tail to 7 significant digits).
+    assert normal_sf(7.0) == pytest.approx(1.279813e-12, rel=1e-6, abs=0)
+    assert normal_sf(9.0) == pytest.approx(1.128588e-19, rel=1e-6, abs=0)
+    assert normal_sf(-9.0) == pytest.approx(1.0)
+    assert t_two_sided_p(9.0, math.inf) == pytest.approx(2 * 1.128588e-19, rel=1e-6, abs=0)
+
+
+def test_identical_values_have_exactly_zero_variance() -> None:
+    rng = random.Random(13)
+    for _ in range(2000):
+        value = rng.uniform(-1e6, 1e6)
+        ci = summarize([value] * rng.randint(2, 7)).mean_ci
+        assert ci is not None and ci.low == ci.high == pytest.approx(value, rel=1e-15)
+    assert summarize([0.1, 0.1, 0.1]).stdev == 0.0

@@ -101,7 +101,7 @@ def t_two_sided_p(t: float, df: float) -> float:
     if math.isinf(t):
         return 0.0
     if math.isinf(df):
-        return min(1.0, 2.0 * _STANDARD_NORMAL.cdf(-abs(t)))
+        return min(1.0, 2.0 * normal_sf(abs(t)))
     t2 = t * t
     return min(1.0, _incomplete_beta(df / (df + t2), t2 / (df + t2), df / 2.0, 0.5))
 
@@ -170,8 +170,12 @@ def normal_quantile(p: float) -> float:
 
 
 def normal_sf(z: float) -> float:
-    """Upper tail P(Z > z) of the standard normal distribution."""
-    return _STANDARD_NORMAL.cdf(-z)
+    """Upper tail P(Z > z) of the standard normal distribution.
+
+    Through erfc, not 1 - erf: erf(z) rounds to 1 in the far tail (z = 9 lost every digit),
+    erfc keeps full relative precision there.
+    """
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
 def binomial_half_cdf(k: int, n: int) -> float:
