@@ -19,6 +19,7 @@ from volbench.report.percentiles import PERCENTILES
 from volbench.report.verdicts import (
     DEFAULT_THRESHOLD,
     VerdictRow,
+    design_note,
     percent_of_baseline,
     ratio_interval,
 )
@@ -295,7 +296,9 @@ def lab_disk_text(disk: Mapping[str, Any]) -> str:
 def threshold_note(report: Report) -> str:
     custom = ", ".join(f"{k} ±{v * 100:g} %" for k, v in sorted(report.thresholds.items()))
     text = f"practical threshold ±{DEFAULT_THRESHOLD * 100:g} %"
-    return f"{text} ({custom} set in the experiment)" if custom else text
+    text = f"{text} ({custom} set in the experiment)" if custom else text
+    sequential = design_note(report.design)
+    return f"{text}; {sequential}" if sequential else text
 
 
 def runs_note(report: Report) -> str:

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from volbench import metricinfo as metrics
 from volbench.model import ExperimentRow
 from volbench.report.cases import CaseSummary
-from volbench.stats import Comparison, StatisticsInputError, Verdict, compare, verdict_text
+from volbench.stats import (
+    Comparison,
+    SequentialDesign,
+    StatisticsInputError,
+    Verdict,
+    compare,
+    verdict_text,
+)
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -64,12 +71,45 @@ def thresholds(experiments: Iterable[ExperimentRow]) -> dict[str, float]:
     return found
 
 
-def compare_pair(candidate: CaseSummary, baseline: CaseSummary, threshold: float) -> VerdictRow:
+def sequential_design(experiments: Iterable[ExperimentRow]) -> SequentialDesign | None:
+    """The group-sequential design of adaptive repetition (`repeat: {min, max, until}`),
+    read from the latest experiment document that has a `repeat:`; None for fixed runs.
+
+    The defaults are experiment.py's (min 3, max = max(min, 10)). A run forced to a fixed
+    count (`volbench run --runs N`) is still read as adaptive: the looks it did not take
+    only make its verdicts conservative.
+    """
+    for row in reversed(list(experiments)):
+        doc = row.document.get("repeat") if isinstance(row.document, dict) else None
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            return None
+        low, high = doc.get("min", 3), doc.get("max")
+        if not isinstance(low, int) or isinstance(low, bool):
+            return None
+        high = max(low, 10) if high is None else high
+        if not isinstance(high, int) or isinstance(high, bool):
+            return None
+        return SequentialDesign.for_repeat(low, high)
+    return None
+
+
+def compare_pair(
+    candidate: CaseSummary,
+    baseline: CaseSummary,
+    threshold: float,
+    design: SequentialDesign | None = None,
+) -> VerdictRow:
     higher = metrics.info(candidate.metric, candidate.unit).higher_is_better
     assert higher is not None, "only comparable metrics reach compare_pair"
     try:
         result = compare(
-            candidate.values, baseline.values, higher_is_better=higher, threshold=threshold
+            candidate.values,
+            baseline.values,
+            higher_is_better=higher,
+            threshold=threshold,
+            design=design,
         )
     except StatisticsInputError as exc:
         return VerdictRow(candidate, baseline, threshold, None, str(exc))
@@ -82,6 +122,7 @@ def compare_sets(
     limits: Mapping[str, float],
     *,
     same_target: bool = False,
+    design: SequentialDesign | None = None,
 ) -> list[VerdictRow]:
     """Pair each candidate case with its baseline case and compare them.
 
@@ -98,18 +139,32 @@ def compare_sets(
         base = index.get((c.target, *c.comparison_key) if same_target else c.comparison_key)
         if base is None:
             continue
-        rows.append(compare_pair(c, base, limits.get(c.metric, DEFAULT_THRESHOLD)))
+        rows.append(compare_pair(c, base, limits.get(c.metric, DEFAULT_THRESHOLD), design))
     return rows
 
 
 def against_baseline(
-    summaries: Sequence[CaseSummary], baseline: str | None, limits: Mapping[str, float]
+    summaries: Sequence[CaseSummary],
+    baseline: str | None,
+    limits: Mapping[str, float],
+    design: SequentialDesign | None = None,
 ) -> list[VerdictRow]:
     if baseline is None:
         return []
     base = [s for s in summaries if s.target == baseline]
     others = [s for s in summaries if s.target != baseline]
-    return compare_sets(others, base, limits)
+    return compare_sets(others, base, limits, design=design)
+
+
+def design_note(design: SequentialDesign | None) -> str:
+    """How the verdicts account for adaptive repetition's looks (empty for fixed runs)."""
+    if design is None:
+        return ""
+    return (
+        f"adaptive repetition: {design.spending.value} group-sequential design over "
+        f"{design.looks} looks ({design.first}–{design.last} runs), intervals are repeated "
+        "95 % intervals"
+    )
 
 
 def _times(ratio: float) -> str:

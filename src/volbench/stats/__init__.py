@@ -13,6 +13,7 @@ from volbench.stats.compare import (
     Scale,
     Verdict,
     compare,
+    decide,
     is_decided,
     runs_needed,
     verdict_text,
@@ -35,6 +36,7 @@ from volbench.stats.histogram import (
 )
 from volbench.stats.outliers import modified_z_scores, outliers_mad
 from volbench.stats.ranks import MannWhitney, Spearman, mann_whitney, midranks, spearman
+from volbench.stats.sequential import SequentialDesign, Spending
 from volbench.stats.series import Drift, Stall, drift, stalls
 from volbench.stats.summary import Interval, Summary, mean_interval, median_interval, summarize
 from volbench.stats.validation import StatisticsInputError
@@ -48,7 +50,9 @@ __all__ = [
     "Interval",
     "MannWhitney",
     "Scale",
+    "SequentialDesign",
     "Spearman",
+    "Spending",
     "Stall",
     "StatisticsInputError",
     "Summary",
@@ -56,6 +60,7 @@ __all__ = [
     "WelchTest",
     "binomial_half_cdf",
     "compare",
+    "decide",
     "drift",
     "is_decided",
     "mann_whitney",

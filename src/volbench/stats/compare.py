@@ -32,6 +32,7 @@ from statistics import fmean
 
 from volbench.stats.distributions import t_quantile, t_sf
 from volbench.stats.ranks import mann_whitney
+from volbench.stats.sequential import SequentialDesign
 from volbench.stats.summary import Interval
 from volbench.stats.validation import (
     StatisticsInputError,
@@ -90,6 +91,12 @@ class Comparison:
     n_baseline: int
     runs_needed: int | None
     runs_needed_capped: bool = False
+    # Sequential designs (adaptive repetition): the look this comparison is, of how many,
+    # and the two-sided level its difference test used (ratio_ci is at 1 - that level, a
+    # repeated confidence interval; equivalence_ci at the level of the 2·alpha design).
+    look: int | None = None
+    looks: int | None = None
+    nominal_alpha: float | None = None
 
     @property
     def change_pct(self) -> float:
@@ -213,13 +220,27 @@ def _tost_p(welch: WelchTest, band: tuple[float, float]) -> float:
     return max(t_sf((d - band[0]) / se, welch.df), t_sf((band[1] - d) / se, welch.df))
 
 
+@dataclass(frozen=True)
+class _Levels:
+    """Two-sided levels of the difference test and of the equivalence interval."""
+
+    difference: float
+    equivalence: float
+
+
+def _levels(alpha: float, design: SequentialDesign | None, n: int) -> _Levels:
+    if design is None:
+        return _Levels(alpha, 2.0 * alpha)
+    return _Levels(design.nominal_alpha(n, alpha), design.nominal_alpha(n, 2.0 * alpha))
+
+
 def _classify(
-    welch: WelchTest, effect: _Effect, alpha: float, higher_is_better: bool
+    welch: WelchTest, effect: _Effect, levels: _Levels, higher_is_better: bool
 ) -> tuple[Verdict, bool]:
     """Apply the rule order (equivalence, then significance) on the test's own scale."""
-    low, high = welch.interval(1.0 - alpha)
+    low, high = welch.interval(1.0 - levels.difference)
     significant = low > 0.0 or high < 0.0
-    equivalence_low, equivalence_high = welch.interval(1.0 - 2.0 * alpha)
+    equivalence_low, equivalence_high = welch.interval(1.0 - levels.equivalence)
     if effect.band[0] < equivalence_low and equivalence_high < effect.band[1]:
         return Verdict.EQUIVALENT, significant
     if significant:
@@ -236,19 +257,27 @@ def compare(
     threshold: float = 0.02,
     alpha: float = 0.05,
     max_runs: int = DEFAULT_MAX_RUNS,
+    design: SequentialDesign | None = None,
 ) -> Comparison:
-    """Compare two samples of one metric; see the module docstring for the method."""
+    """Compare two samples of one metric; see the module docstring for the method.
+
+    With a `design` (adaptive repetition) the comparison is one look of a group-sequential
+    design (volbench.stats.sequential): the look is set by the smaller side's runs, and
+    both the verdict and the intervals use that look's nominal levels, so the overall
+    error rates stay at alpha however many looks were taken.
+    """
     c = finite_sample(candidate, "candidate")
     b = finite_sample(baseline, "baseline")
     _check_settings(threshold, alpha, max_runs)
     effect = _effect(c, b, threshold)
     fewest = min(len(c), len(b))
+    levels = _levels(alpha, design, fewest)
     welch = welch_t_test(effect.candidate, effect.baseline) if fewest >= 2 else None
     verdict, significant = Verdict.INCONCLUSIVE, False
     runs: int | None = MIN_RUNS
     capped = False
     if welch is not None:
-        verdict, significant = _classify(welch, effect, alpha, higher_is_better)
+        verdict, significant = _classify(welch, effect, levels, higher_is_better)
         runs = None
         if verdict is Verdict.INCONCLUSIVE:
             estimate = _runs_to_decide(effect, alpha, max_runs)
@@ -259,8 +288,10 @@ def compare(
         verdict=verdict,
         higher_is_better=higher_is_better,
         ratio=effect.to_ratio(point),
-        ratio_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - alpha),
-        equivalence_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - 2 * alpha),
+        ratio_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - levels.difference),
+        equivalence_ci=(
+            None if welch is None else effect.ratio_interval(welch, 1.0 - levels.equivalence)
+        ),
         p_value=None if welch is None else welch.p_value,
         equivalence_p_value=None if welch is None else _tost_p(welch, effect.band),
         mann_whitney_p=mann_whitney(c, b).p_value,
@@ -273,7 +304,36 @@ def compare(
         n_baseline=len(b),
         runs_needed=runs,
         runs_needed_capped=capped,
+        look=None if design is None else design.look(fewest),
+        looks=None if design is None else design.looks,
+        nominal_alpha=None if design is None else levels.difference,
     )
+
+
+def decide(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    threshold: float = 0.02,
+    alpha: float = 0.05,
+    design: SequentialDesign | None = None,
+) -> Verdict:
+    """The verdict `compare` would give, without its advice and second opinions.
+
+    Adaptive repetition asks this after every round for every metric, and the calibration
+    simulations ask it millions of times: the Mann-Whitney p and the runs-needed search
+    are what makes `compare` slow, and the verdict needs neither.
+    """
+    c = finite_sample(candidate, "candidate")
+    b = finite_sample(baseline, "baseline")
+    _check_settings(threshold, alpha, DEFAULT_MAX_RUNS)
+    fewest = min(len(c), len(b))
+    if fewest < 2:
+        return Verdict.INCONCLUSIVE
+    effect = _effect(c, b, threshold)
+    welch = welch_t_test(effect.candidate, effect.baseline)
+    return _classify(welch, effect, _levels(alpha, design, fewest), higher_is_better)[0]
 
 
 def is_decided(comparison: Comparison) -> bool:
