@@ -63,7 +63,7 @@ def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) 
                     {"name": "twin", "type": "loopdisk", "size": "512M"}],
         "workloads": [{"name": "r", "tool": "fio", "rw": "randread", "size": "16M",
                        "runtime": "1s"}],
-        "repeat": {"min": 2, "max": 4, "until": "decided"},
+        "repeat": {"min": 2, "max": 5, "until": "decided"},
         # Equivalence within 0.01 % cannot be shown with a handful of runs: twin stays open.
         "thresholds": {"iops": 0.0001, "bw": 0.0001, "lat_mean": 0.0001, "clat_p99": 0.0001},
         "baseline": "base",
@@ -73,11 +73,12 @@ def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) 
         runs = store.runs([outcome.experiment_id])
     count = Counter(r.target for r in runs if r.status is Status.OK)
     # A 200 IOPS cap is decided early; the first look of the sequential design tests at
-    # ~3 % with 2 runs per side (t quantile ~20 at 1 df), so it may take a second round.
+    # ~2.5 % with 2 runs per side (t quantile ~25 at 1 df), so on a busy machine, where
+    # the uncapped disk's IOPS swing by half, it may take a round or two more.
     assert count["capped"] < count["base"]
-    assert count["base"] == max(count.values()) <= 4
+    assert count["base"] == max(count.values()) <= 5
     assert 2 <= count["twin"] <= count["base"]
-    assert all(r.repetition <= 4 for r in runs)
+    assert all(r.repetition <= 5 for r in runs)
 
 
 def test_per_run_percentiles_do_not_keep_repetition_going_unless_asked() -> None:
