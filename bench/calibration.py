@@ -7,6 +7,9 @@ Tables (docs/statistics.md quotes them):
              1.00/1.01/1.02 (the threshold's edge)/1.05/2.0
   power      mean runs of the adaptive design against the smallest fixed design with
              at least the same power
+  outliers   false flags per clean case by n: Iglewicz-Hoaglin's fixed |M| > 3.5 vs the
+             cut-offs by n (normal data, and lognormal at CV 5 % and 20 %)
+  --outlier-table   recompute those cut-offs (stats/outliers.py CUTOFFS)
   --cli      identical directory targets through the real CLI (a random lognormal sleep,
              repeat: {min: 3, max: 10, until: decided}): share called different
 
@@ -17,14 +20,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from volbench.stats import SequentialDesign, Spending, Verdict
-from volbench.stats.simulate import Rates, verdict_rates
+from volbench.stats import (
+    SequentialDesign,
+    Spending,
+    Verdict,
+    outliers_calibrated,
+    outliers_mad,
+)
+from volbench.stats.outliers import MAD_CONSTANT
+from volbench.stats.simulate import Rates, lognormal, verdict_rates
 
 CVS = (0.01, 0.02, 0.05, 0.20)
 RATIOS = (1.00, 1.01, 1.02, 1.05, 2.0)
@@ -95,6 +108,42 @@ def power_table(trials: int) -> None:
         print(f"CV {cv:4.0%} ratio {ratio:4.2f} | " + " | ".join(cells), flush=True)
 
 
+def outlier_cutoffs(seed: int = 20261124) -> dict[int, float]:
+    """95th percentile of max |M| over n standard normal values, n = 3..50, rounded up."""
+    rng = random.Random(seed)
+
+    def largest(n: int) -> float:
+        xs = [rng.gauss(0.0, 1.0) for _ in range(n)]
+        middle = statistics.median(xs)
+        deviations = sorted(abs(x - middle) for x in xs)
+        return MAD_CONSTANT * deviations[-1] / statistics.median(deviations)
+
+    found = {}
+    for n in range(3, 51):
+        samples = 200_000 if n <= 10 else 60_000
+        scores = sorted(largest(n) for _ in range(samples))
+        found[n] = math.ceil(scores[math.ceil(0.95 * samples) - 1] * 100) / 100
+    return found
+
+
+def outlier_table(cases: int) -> None:
+    print(f"\nOutlier false flags per clean case ({cases} cases per n; target <= 5 %): "
+          "fixed |M| > 3.5 -> cut-off by n")
+    cells = []
+    for n in (3, 4, 5, 6, 7, 8, 10, 15, 20, 30, 50, 80):
+        shares = []
+        for name, draw in (("normal", None), ("lognormal 5 %", 0.05), ("lognormal 20 %", 0.2)):
+            rng = random.Random(n)
+            sample = (lambda m, rng=rng: [rng.gauss(0.0, 1.0) for _ in range(m)]) \
+                if draw is None else lognormal(rng, draw, 100.0)
+            cases_drawn = [sample(n) for _ in range(cases)]
+            old = sum(bool(outliers_mad(c)) for c in cases_drawn) / cases
+            new = sum(bool(outliers_calibrated(c)) for c in cases_drawn) / cases
+            shares.append(f"{name} {old:5.1%} -> {new:4.1%}")
+        cells.append(f"n {n:2d}: " + " | ".join(shares))
+    print("\n".join(cells), flush=True)
+
+
 NAP = """#!/bin/sh
 exec sleep "$(od -An -N4 -tu4 /dev/urandom | awk '{srand($1); u = rand(); v = rand();
   printf "%.5f", 0.02 * exp(0.1 * sqrt(-2 * log(1 - u)) * cos(6.2831853 * v))}')"
@@ -147,11 +196,17 @@ def main() -> None:
                         help="also run this many identical-target comparisons via the CLI")
     parser.add_argument("--skip-adaptive", action="store_true")
     parser.add_argument("--power-only", action="store_true")
+    parser.add_argument("--outlier-table", action="store_true",
+                        help="recompute the outlier cut-offs by n (a few minutes)")
+    parser.add_argument("--outlier-cases", type=int, default=4000)
     args = parser.parse_args()
     if not args.skip_adaptive:
         if not args.power_only:
             adaptive_table(args.trials)
         power_table(args.trials)
+    if args.outlier_table:
+        print(outlier_cutoffs())
+    outlier_table(args.outlier_cases)
     if args.cli:
         cli_check(args.cli)
 

@@ -2,14 +2,23 @@
 
 bench/calibration.py runs the same simulations larger and prints the tables in
 docs/statistics.md. Bounds are the target plus about 2.5 Monte-Carlo standard errors;
-each test also shows that the old rule breaks the bound, so it would catch a regression.
+the old rules break the bounds (shown next to each), so the tests catch a regression.
 """
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from volbench.stats import SequentialDesign, Verdict
+from volbench.stats import (
+    SequentialDesign,
+    Verdict,
+    drift,
+    outliers_calibrated,
+    outliers_mad,
+    smallest_drift_p,
+)
 from volbench.stats.simulate import verdict_rates
 
 TRIALS = 400
@@ -33,3 +42,30 @@ def test_adaptive_equivalence_at_the_thresholds_edge_at_most_5_percent() -> None
     rates = verdict_rates(seed=12, trials=TRIALS, cv=0.01, ratio=1.02, first=3, last=10,
                           design=SequentialDesign(3, 10))
     assert rates.share(Verdict.EQUIVALENT) <= BOUND
+
+
+OUTLIER_CASES = 2000
+OUTLIER_BOUND = 0.05 + 2.5 * (0.05 * 0.95 / OUTLIER_CASES) ** 0.5  # 6.2 %
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 10, 20, 35, 50, 80])
+def test_outlier_flags_on_clean_normal_cases_at_most_5_percent(n: int) -> None:
+    rng = random.Random(1000 + n)
+    flagged = sum(bool(outliers_calibrated([rng.gauss(100.0, 5.0) for _ in range(n)]))
+                  for _ in range(OUTLIER_CASES))
+    assert flagged / OUTLIER_CASES <= OUTLIER_BOUND
+
+
+def test_the_fixed_35_cut_off_breaks_that_bound() -> None:
+    rng = random.Random(3)
+    samples = [[rng.gauss(100.0, 5.0) for _ in range(3)] for _ in range(OUTLIER_CASES)]
+    assert sum(bool(outliers_mad(s)) for s in samples) / OUTLIER_CASES > 0.2  # ~28 %
+
+
+def test_drift_is_testable_from_five_runs() -> None:
+    assert smallest_drift_p([1.0, 2.0, 3.0]) == pytest.approx(1 / 3)
+    assert smallest_drift_p([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1 / 12)
+    assert smallest_drift_p([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(1 / 60)
+    assert not drift([1.0, 2.0, 3.0, 4.0]).testable
+    assert drift([1.0, 2.0, 3.0, 4.0, 5.0]).testable
+    assert not drift([1.0, 1.0, 1.0, 1.0, 2.0]).testable  # ties: p >= 0.2 for any order

@@ -312,3 +312,28 @@ def test_pgbench_like_workload_gets_tps_and_latency_charts(tmp_path: Path) -> No
     assert "transactions/s (tps) — pgbench" in made[0].svg
     v = next(v for v in rep.verdicts if v.candidate.metric == "tps")
     assert v.target == "nfs" and v.phrase.startswith("slower: -20.0 % [")
+
+
+def test_drift_that_cannot_be_tested_is_said_so_not_passed_over(tmp_path: Path) -> None:
+    # Three runs rising 10 % each: Spearman's exact p is 1/3 at best, so "no drift
+    # warning" must not read as "no drift".
+    rep = load(make_db(tmp_path / "x.db", [make_run("a", {"iops": v}, i + 1, started=i * 10.0)
+                                          for i, v in enumerate([100.0, 110.0, 121.0])]))
+    assert not any(w.kind == "drift" for w in rep.warnings)
+    (untested,) = [w for w in rep.warnings if w.kind == "drift-untested"]
+    assert "drift not testable with 3 runs" in untested.message
+    assert "smallest possible p 0.333" in untested.message
+    five = load(make_db(tmp_path / "y.db", [make_run("a", {"iops": v}, i + 1, started=i * 10.0)
+                                           for i, v in enumerate([100.0, 101.0, 99.0, 100.0,
+                                                                  100.5])]))
+    assert not any(w.kind.startswith("drift") for w in five.warnings)
+    assert "None: no failed runs" in report.render(five, "html")
+    assert "None: no failed runs" not in report.render(rep, "html")
+
+
+def test_a_wild_run_among_three_is_not_an_outlier_by_the_fixed_35_rule(tmp_path: Path) -> None:
+    # |M| of the 130 among [100, 103, 130] is 0.6745 * 27 / 3 = 6.1 > 3.5, but 3-run
+    # samples of clean normal data exceed |M| = 21.96 one time in twenty.
+    rep = load(make_db(tmp_path / "x.db", [make_run("a", {"iops": v}, i + 1, started=i * 10.0)
+                                          for i, v in enumerate([100.0, 103.0, 130.0])]))
+    assert not any(w.kind == "outlier" for w in rep.warnings)
