@@ -37,7 +37,7 @@ from volbench.stats import (
     outliers_mad,
 )
 from volbench.stats.outliers import MAD_CONSTANT
-from volbench.stats.simulate import Rates, lognormal, verdict_rates
+from volbench.stats.simulate import Rates, lognormal, promise_rates, verdict_rates
 
 CVS = (0.01, 0.02, 0.05, 0.20)
 RATIOS = (1.00, 1.01, 1.02, 1.05, 2.0)
@@ -144,6 +144,23 @@ def outlier_table(cases: int) -> None:
     print("\n".join(cells), flush=True)
 
 
+def promise_table(trials: int) -> None:
+    """How often running to the promised n decided (the old estimate vs the new one)."""
+    print(f"\n'About N more runs needed': share decided after running to N ({trials} "
+          "experiments per row; promises above 300 runs per side are not tried)")
+    for cv in (0.02, 0.05, 0.20):
+        for ratio in (1.00, 1.01, 1.05):
+            for start in (3, 5):
+                cells = []
+                for name, old in (("old", True), ("new", False)):
+                    p = promise_rates(seed=int(cv * 1000 + ratio * 100 + start), trials=trials,
+                                      cv=cv, ratio=ratio, start=start, old=old)
+                    cells.append(f"{name}: {p.kept}/{p.cases} = {p.rate:5.1%}, promised "
+                                 f"{p.mean_promised:5.1f} per side")
+                print(f"CV {cv:4.0%} ratio {ratio:4.2f} from {start} runs | "
+                      + " | ".join(cells), flush=True)
+
+
 NAP = """#!/bin/sh
 exec sleep "$(od -An -N4 -tu4 /dev/urandom | awk '{srand($1); u = rand(); v = rand();
   printf "%.5f", 0.02 * exp(0.1 * sqrt(-2 * log(1 - u)) * cos(6.2831853 * v))}')"
@@ -199,14 +216,24 @@ def main() -> None:
     parser.add_argument("--outlier-table", action="store_true",
                         help="recompute the outlier cut-offs by n (a few minutes)")
     parser.add_argument("--outlier-cases", type=int, default=4000)
+    parser.add_argument("--promise-trials", type=int, default=300)
+    parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise"))
     args = parser.parse_args()
-    if not args.skip_adaptive:
-        if not args.power_only:
-            adaptive_table(args.trials)
+    wanted = {args.only} if args.only else {"adaptive", "power", "outliers", "promise"}
+    if args.skip_adaptive:
+        wanted -= {"adaptive", "power"}
+    if args.power_only:
+        wanted = {"power"}
+    if "adaptive" in wanted:
+        adaptive_table(args.trials)
+    if "power" in wanted:
         power_table(args.trials)
     if args.outlier_table:
         print(outlier_cutoffs())
-    outlier_table(args.outlier_cases)
+    if "outliers" in wanted:
+        outlier_table(args.outlier_cases)
+    if "promise" in wanted:
+        promise_table(args.promise_trials)
     if args.cli:
         cli_check(args.cli)
 

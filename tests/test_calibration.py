@@ -19,7 +19,7 @@ from volbench.stats import (
     outliers_mad,
     smallest_drift_p,
 )
-from volbench.stats.simulate import verdict_rates
+from volbench.stats.simulate import promise_rates, verdict_rates
 
 TRIALS = 400
 BOUND = 0.05 + 2.5 * (0.05 * 0.95 / TRIALS) ** 0.5  # 7.7 %
@@ -69,3 +69,11 @@ def test_drift_is_testable_from_five_runs() -> None:
     assert not drift([1.0, 2.0, 3.0, 4.0]).testable
     assert drift([1.0, 2.0, 3.0, 4.0, 5.0]).testable
     assert not drift([1.0, 1.0, 1.0, 1.0, 2.0]).testable  # ties: p >= 0.2 for any order
+
+
+def test_runs_needed_promise_is_kept_in_80_percent_of_cases() -> None:
+    # Identical targets at CV 2 %, 5 runs per side, inconclusive: run to the promised n.
+    new = promise_rates(seed=21, trials=60, cv=0.02, ratio=1.0, start=5, old=False)
+    old = promise_rates(seed=21, trials=60, cv=0.02, ratio=1.0, start=5, old=True)
+    assert new.cases >= 40 and new.rate >= 0.8
+    assert old.rate < 0.8  # the observed effect and spread plugged in: ~65 %

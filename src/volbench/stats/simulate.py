@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from volbench.stats.compare import Verdict, decide
+from volbench.stats.compare import Verdict, compare, decide
+from volbench.stats.distributions import t_quantile
 from volbench.stats.sequential import SequentialDesign
 
 Sampler = Callable[[int], list[float]]
@@ -97,3 +99,72 @@ def verdict_rates(
         counts[outcome.verdict] += 1
         runs += outcome.runs
     return Rates(trials, counts, runs / trials)
+
+
+def old_runs_needed(candidate: list[float], baseline: list[float], *, threshold: float,
+                    alpha: float = 0.05, cap: int = 1000) -> int | None:
+    """The estimate volbench gave before issue 13, for the side-by-side tables: the
+    observed log-difference and spreads projected to n runs per side, smallest n that
+    would decide (None: not even `cap`)."""
+    logs_c = [math.log(v) for v in candidate]
+    logs_b = [math.log(v) for v in baseline]
+    difference = statistics.fmean(logs_c) - statistics.fmean(logs_b)
+    var_c, var_b = statistics.variance(logs_c), statistics.variance(logs_b)
+    band = (math.log1p(-threshold), math.log1p(threshold))
+
+    def decides(n: int) -> bool:
+        se = math.sqrt((var_c + var_b) / n)
+        if se == 0.0:
+            return True
+        df = (n - 1) * (var_c + var_b) ** 2 / (var_c * var_c + var_b * var_b)
+        half = t_quantile(1.0 - alpha, df) * se
+        if band[0] < difference - half and difference + half < band[1]:
+            return True
+        return abs(difference) > t_quantile(1.0 - alpha / 2.0, df) * se
+
+    if not decides(cap):
+        return None
+    low, high = 1, cap
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle, high)
+    return high
+
+
+@dataclass(frozen=True)
+class Promise:
+    """How often "N runs per side would decide" came true when the runs were made."""
+
+    cases: int  # experiments that were inconclusive with a promise within the cap
+    kept: int  # of those, decided at the promised n
+    mean_promised: float
+
+    @property
+    def rate(self) -> float:
+        return self.kept / self.cases if self.cases else math.nan
+
+
+def promise_rates(*, seed: int, trials: int, cv: float, ratio: float, start: int,
+                  old: bool, threshold: float = 0.02, cap: int = 300) -> Promise:
+    """Start with `start` runs per side; when inconclusive, run up to the promised n
+    (new: compare().runs_needed, the upper end of its range; old: `old_runs_needed`)
+    and see whether a fixed-design comparison at that n decides."""
+    rng = random.Random(seed)
+    candidate, baseline = lognormal(rng, cv, ratio), lognormal(rng, cv)
+    cases = kept = promised_total = 0
+    for _ in range(trials):
+        c, b = candidate(start), baseline(start)
+        first = compare(c, b, higher_is_better=True, threshold=threshold, max_runs=cap)
+        if first.verdict is not Verdict.INCONCLUSIVE:
+            continue
+        promised = (old_runs_needed(c, b, threshold=threshold, cap=cap) if old
+                    else None if first.runs_needed_capped else first.runs_needed)
+        if promised is None or promised <= start:
+            continue
+        c += candidate(promised - start)
+        b += baseline(promised - start)
+        cases += 1
+        promised_total += promised
+        kept += decide(c, b, higher_is_better=True, threshold=threshold) \
+            is not Verdict.INCONCLUSIVE
+    return Promise(cases, kept, promised_total / cases if cases else math.nan)
