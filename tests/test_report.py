@@ -148,7 +148,7 @@ def demo(tmp_path: Path) -> Path:
 
 TERMINAL = """\
 experiment 1: demo (done)
-baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6
+baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6
 
 Verdicts: each target vs a
 target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
@@ -176,7 +176,7 @@ def test_terminal_exact(tmp_path: Path) -> None:
 MARKDOWN = """\
 # demo
 
-baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6.
+baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
 
 ## Verdicts: each target vs a
 

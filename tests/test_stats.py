@@ -886,3 +886,56 @@ def test_identical_values_have_exactly_zero_variance() -> None:
         ci = summarize([value] * rng.randint(2, 7)).mean_ci
         assert ci is not None and ci.low == ci.high == pytest.approx(value, rel=1e-15)
     assert summarize([0.1, 0.1, 0.1]).stdev == 0.0
+
+
+# ---------------------------------------------------------------- ratio of arithmetic means
+def test_fieller_interval_by_hand() -> None:
+    from volbench.stats.meanratio import mean_ratio
+
+    # m_c = 10, m_b = 5, squared standard errors 1 and 1, Welch df = 2, t = 4.3027.
+    found = mean_ratio([9.0, 11.0], [4.0, 6.0])
+    assert found is not None and found.interval is not None
+    t2 = t_quantile(0.975, 2.0) ** 2
+    a = 25.0 - t2
+    root = math.sqrt(50.0**2 - a * (100.0 - t2))
+    assert found.ratio == 2.0
+    assert found.interval.low == pytest.approx((50.0 - root) / a)
+    assert found.interval.high == pytest.approx((50.0 + root) / a)
+    # The ratio's interval holds every R with (m_c - R m_b)^2 <= t^2 (se_c^2 + R^2 se_b^2).
+    for r in (found.interval.low, found.interval.high):
+        assert (10.0 - 5.0 * r) ** 2 == pytest.approx(t2 * (1.0 + r * r))
+    wide = mean_ratio([9.0, 11.0], [1.0, 9.0])  # baseline mean not clear of 0
+    assert wide is not None and wide.interval is None
+    assert mean_ratio([1.0], [2.0, 3.0]) is None
+
+
+def test_unequal_spreads_show_the_arithmetic_means_next_to_the_geometric_verdict() -> None:
+    from volbench.report.verdicts import means_note
+    from volbench.stats.meanratio import mean_ratio
+
+    # Equal arithmetic means, CV 20 % vs 1 %: the geometric means differ by ~2 %.
+    rng = random.Random(0)
+
+    def draw(cv: float) -> list[float]:
+        s = math.sqrt(math.log1p(cv * cv))
+        return [100.0 * math.exp(rng.gauss(-s * s / 2.0, s)) for _ in range(400)]
+
+    c, b = draw(0.2), draw(0.01)
+    verdict = compare(c, b, higher_is_better=True)
+    assert verdict.verdict is Verdict.WORSE  # geometric means: lower by ~2 %
+    note = means_note(verdict, mean_ratio(c, b))
+    assert note.startswith(" (arithmetic means: ") and "+" in note and "-" in note
+    assert means_note(compare(b, b, higher_is_better=True), mean_ratio(b, b)) == ""
+
+
+def test_benjamini_hochberg_by_hand() -> None:
+    from volbench.stats.multiple import benjamini_hochberg
+
+    # m = 4, q = 5 %: thresholds 1.25 %, 2.5 %, 3.75 %, 5 %.
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == [True] * 4
+    assert benjamini_hochberg([0.01, 0.02, 0.03, 0.5]) == [True, True, True, False]
+    assert benjamini_hochberg([0.04, 0.3]) == [False, False]
+    # A p above its own threshold still counts when a larger rank passes (step-up).
+    assert benjamini_hochberg([0.026, 0.03]) == [True, True]
+    with pytest.raises(ValueError):
+        benjamini_hochberg([1.5])

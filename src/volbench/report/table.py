@@ -22,6 +22,7 @@ from volbench.report.verdicts import (
     design_note,
     percent_of_baseline,
     ratio_interval,
+    table_note,
 )
 from volbench.stats import Interval
 from volbench.units import format_duration, format_size, format_value, parse_size
@@ -298,7 +299,8 @@ def threshold_note(report: Report) -> str:
     text = f"practical threshold ±{DEFAULT_THRESHOLD * 100:g} %"
     text = f"{text} ({custom} set in the experiment)" if custom else text
     sequential = design_note(report.design)
-    return f"{text}; {sequential}" if sequential else text
+    text = f"{text}; {sequential}" if sequential else text
+    return f"{text}; {table_note(report.verdicts)}" if report.verdicts else text
 
 
 def runs_note(report: Report) -> str:

@@ -22,6 +22,8 @@ from volbench.stats import (
     compare,
     verdict_text,
 )
+from volbench.stats.meanratio import MeanRatio, mean_ratio
+from volbench.stats.multiple import benjamini_hochberg
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -34,6 +36,9 @@ class VerdictRow:
     # None when the pair cannot be compared (then `error` says why).
     comparison: Comparison | None
     error: str = ""
+    # Ratio of arithmetic means with Fieller's interval (the verdict's ratio is of
+    # geometric means); shown when the two differ beyond the threshold.
+    means: MeanRatio | None = None
 
     @property
     def target(self) -> str:
@@ -45,7 +50,9 @@ class VerdictRow:
 
     @property
     def phrase(self) -> str:
-        return phrase(self.comparison) if self.comparison else f"not compared: {self.error}"
+        if self.comparison is None:
+            return f"not compared: {self.error}"
+        return phrase(self.comparison) + means_note(self.comparison, self.means)
 
 
 def baseline_target(
@@ -113,7 +120,8 @@ def compare_pair(
         )
     except StatisticsInputError as exc:
         return VerdictRow(candidate, baseline, threshold, None, str(exc))
-    return VerdictRow(candidate, baseline, threshold, result)
+    means = mean_ratio(candidate.values, baseline.values) if result.scale == "log" else None
+    return VerdictRow(candidate, baseline, threshold, result, means=means)
 
 
 def compare_sets(
@@ -193,6 +201,23 @@ def phrase(c: Comparison) -> str:
     return f"{word}: {_signed(c.change_pct)} % [{_signed(low)}, {_signed(high)}]"
 
 
+def means_note(c: Comparison, means: MeanRatio | None) -> str:
+    """" (arithmetic means: -0.1 % [-4.9, +5.1])" when the ratio of arithmetic means
+    reads differently from the verdict's ratio of geometric means: they differ by more
+    than half the threshold, or the verdict calls a difference that the arithmetic
+    means' interval does not show."""
+    if means is None:
+        return ""
+    ci = means.interval
+    apart = abs(means.ratio / c.ratio - 1.0) > c.threshold / 2.0
+    unsupported = c.verdict in (Verdict.BETTER, Verdict.WORSE) and (ci is None or 1.0 in ci)
+    if not (apart or unsupported):
+        return ""
+    bounds = "" if ci is None else \
+        f" [{_signed((ci.low - 1.0) * 100.0)}, {_signed((ci.high - 1.0) * 100.0)}]"
+    return f" (arithmetic means: {_signed((means.ratio - 1.0) * 100.0)} %{bounds})"
+
+
 def percent_of_baseline(c: Comparison) -> str:
     return f"{c.ratio * 100:.1f} %"
 
@@ -201,3 +226,23 @@ def ratio_interval(c: Comparison) -> str:
     if c.ratio_ci is None:
         return "—"
     return f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"
+
+
+def table_note(rows: Sequence[VerdictRow]) -> str:
+    """What the table's ratios are and what each alpha covers, with the Benjamini-Hochberg
+    count when the table calls several differences."""
+    text = "ratios of geometric means (arithmetic means shown where they read differently)"
+    compared = [r.comparison for r in rows if r.comparison is not None]
+    if len(compared) < 2:
+        return text
+    called = [c for c in compared if c.verdict in (Verdict.BETTER, Verdict.WORSE)]
+    text += (f"; each verdict's 5 % covers that comparison alone, not the table's "
+             f"{len(compared)}")
+    p_values = [c.p_value for c in compared if c.p_value is not None]
+    if called and len(p_values) == len(compared):
+        kept = benjamini_hochberg(p_values)
+        survive = sum(k for k, c in zip(kept, compared, strict=True)
+                      if c.verdict in (Verdict.BETTER, Verdict.WORSE))
+        text += (f"; at a 5 % false discovery rate (Benjamini-Hochberg) {survive} of the "
+                 f"{len(called)} differences stand")
+    return text
