@@ -10,10 +10,12 @@ Tables (docs/statistics.md quotes them):
   outliers   false flags per clean case by n: Iglewicz-Hoaglin's fixed |M| > 3.5 vs the
              cut-offs by n (normal data, and lognormal at CV 5 % and 20 %)
   --outlier-table   recompute those cut-offs (stats/outliers.py CUTOFFS)
+  paired     independent-samples Welch (what the report uses) vs a paired per-round
+             analysis, with iid noise and with a drifting machine state
   --cli      identical directory targets through the real CLI (a random lognormal sleep,
              repeat: {min: 3, max: 10, until: decided}): share called different
 
-    .venv/bin/python bench/calibration.py [--trials 1000] [--cli 100]
+    .venv/bin/python bench/calibration.py [--trials 1000] [--cli 100] [--only TABLE]
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from volbench.stats import (
     outliers_mad,
 )
 from volbench.stats.outliers import MAD_CONSTANT
-from volbench.stats.simulate import Rates, lognormal, promise_rates, verdict_rates
+from volbench.stats.simulate import (
+    Rates,
+    lognormal,
+    paired_rates,
+    promise_rates,
+    verdict_rates,
+)
 
 CVS = (0.01, 0.02, 0.05, 0.20)
 RATIOS = (1.00, 1.01, 1.02, 1.05, 2.0)
@@ -161,6 +169,20 @@ def promise_table(trials: int) -> None:
                       + " | ".join(cells), flush=True)
 
 
+def paired_table(trials: int) -> None:
+    """Independent-samples Welch (the report) vs a paired per-round analysis."""
+    print(f"\nIndependent (Welch) vs paired per-round log-ratios, 10 interleaved rounds, "
+          f"run noise 2 %, {trials} experiments per row (diff = called faster/slower)")
+    for drift in (0.0, 0.005, 0.01, 0.03):
+        for ratio in (1.00, 1.03):
+            welch, paired = paired_rates(seed=int(drift * 1000 + ratio * 100), trials=trials,
+                                         n=10, ratio=ratio, noise=0.02, drift=drift)
+            print(f"drift step {drift:5.1%} ratio {ratio:4.2f} | Welch: diff "
+                  f"{welch.different:6.1%} eq {welch.share(Verdict.EQUIVALENT):6.1%} | paired: "
+                  f"diff {paired.different:6.1%} eq {paired.share(Verdict.EQUIVALENT):6.1%}",
+                  flush=True)
+
+
 NAP = """#!/bin/sh
 exec sleep "$(od -An -N4 -tu4 /dev/urandom | awk '{srand($1); u = rand(); v = rand();
   printf "%.5f", 0.02 * exp(0.1 * sqrt(-2 * log(1 - u)) * cos(6.2831853 * v))}')"
@@ -217,9 +239,11 @@ def main() -> None:
                         help="recompute the outlier cut-offs by n (a few minutes)")
     parser.add_argument("--outlier-cases", type=int, default=4000)
     parser.add_argument("--promise-trials", type=int, default=300)
-    parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise"))
+    parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise",
+                                           "paired", "cli"))
     args = parser.parse_args()
-    wanted = {args.only} if args.only else {"adaptive", "power", "outliers", "promise"}
+    wanted = {args.only} if args.only else {"adaptive", "power", "outliers", "promise",
+                                            "paired"}
     if args.skip_adaptive:
         wanted -= {"adaptive", "power"}
     if args.power_only:
@@ -234,8 +258,10 @@ def main() -> None:
         outlier_table(args.outlier_cases)
     if "promise" in wanted:
         promise_table(args.promise_trials)
-    if args.cli:
-        cli_check(args.cli)
+    if "paired" in wanted:
+        paired_table(args.trials)
+    if args.cli or "cli" in wanted:
+        cli_check(args.cli or 100)
 
 
 if __name__ == "__main__":

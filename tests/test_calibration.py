@@ -19,7 +19,7 @@ from volbench.stats import (
     outliers_mad,
     smallest_drift_p,
 )
-from volbench.stats.simulate import promise_rates, verdict_rates
+from volbench.stats.simulate import paired_rates, promise_rates, verdict_rates
 
 TRIALS = 400
 BOUND = 0.05 + 2.5 * (0.05 * 0.95 / TRIALS) ** 0.5  # 7.7 %
@@ -77,3 +77,18 @@ def test_runs_needed_promise_is_kept_in_80_percent_of_cases() -> None:
     old = promise_rates(seed=21, trials=60, cv=0.02, ratio=1.0, start=5, old=True)
     assert new.cases >= 40 and new.rate >= 0.8
     assert old.rate < 0.8  # the observed effect and spread plugged in: ~65 %
+
+
+@pytest.mark.parametrize("drift", [0.0, 0.03])
+def test_independent_samples_keep_5_percent_with_iid_and_drifting_noise(drift: float) -> None:
+    # 10 interleaved rounds, 2 % run noise; drift: a random walk of the machine's state
+    # shared by both targets' runs of a round. Welch stays valid (conservative under
+    # drift), the paired analysis keeps its 5 % too and its power.
+    welch, paired = paired_rates(seed=31, trials=TRIALS, n=10, ratio=1.0, noise=0.02,
+                                 drift=drift)
+    assert welch.different <= BOUND and paired.different <= BOUND
+    if drift:
+        assert welch.different < 0.02  # drift counted as noise: conservative
+        power_w, power_p = paired_rates(seed=32, trials=TRIALS, n=10, ratio=1.03,
+                                        noise=0.02, drift=drift)
+        assert power_p.different > power_w.different + 0.3

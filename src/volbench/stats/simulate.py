@@ -168,3 +168,42 @@ def promise_rates(*, seed: int, trials: int, cv: float, ratio: float, start: int
         kept += decide(c, b, higher_is_better=True, threshold=threshold) \
             is not Verdict.INCONCLUSIVE
     return Promise(cases, kept, promised_total / cases if cases else math.nan)
+
+
+def paired_verdict(candidate: list[float], baseline: list[float], *, threshold: float = 0.02,
+                   alpha: float = 0.05) -> Verdict:
+    """The verdict rules on per-round log-ratios (one-sample t, n - 1 df): the paired
+    analysis the report does not use (docs/statistics.md says why), for the tables."""
+    d = [math.log(c / b) for c, b in zip(candidate, baseline, strict=True)]
+    n = len(d)
+    mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(n)
+    band = (math.log1p(-threshold), math.log1p(threshold))
+    if se == 0.0:
+        return Verdict.EQUIVALENT if band[0] < mean < band[1] else (
+            Verdict.BETTER if mean > 0 else Verdict.WORSE)
+    h_eq = t_quantile(1.0 - alpha, n - 1) * se
+    if band[0] < mean - h_eq and mean + h_eq < band[1]:
+        return Verdict.EQUIVALENT
+    if abs(mean) > t_quantile(1.0 - alpha / 2.0, n - 1) * se:
+        return Verdict.BETTER if mean > 0 else Verdict.WORSE
+    return Verdict.INCONCLUSIVE
+
+
+def paired_rates(*, seed: int, trials: int, n: int, ratio: float, noise: float,
+                 drift: float) -> tuple[Rates, Rates]:
+    """(independent Welch, paired) verdict shares for n interleaved rounds. Each run is
+    exp(round level + own noise); the round level is a random walk with steps of
+    `drift` (the machine's slow state, shared by both targets' runs of a round), the
+    own noise lognormal with sigma `noise`; drift 0 is iid noise."""
+    rng = random.Random(seed)
+    welch: Counter[Verdict] = Counter()
+    paired: Counter[Verdict] = Counter()
+    for _ in range(trials):
+        level, c, b = 0.0, [], []
+        for _ in range(n):
+            level += rng.gauss(0.0, drift)
+            c.append(ratio * math.exp(level + rng.gauss(0.0, noise)))
+            b.append(math.exp(level + rng.gauss(0.0, noise)))
+        welch[decide(c, b, higher_is_better=True)] += 1
+        paired[paired_verdict(c, b)] += 1
+    return Rates(trials, welch, float(n)), Rates(trials, paired, float(n))
