@@ -153,3 +153,22 @@ def test_identical_targets_through_the_cli_are_rarely_called_different(
     different = sum(v["verdict"] in ("better", "worse") for v in real)
     # P(3 or more of 10 | 5 %) = 1.2 %.
     assert different <= 2
+
+
+def test_repetition_waits_for_the_headline_metric_only() -> None:
+    def runs(target: str, iops: list[float], lat: list[float], rw: str) -> list[RunResult]:
+        return [RunResult(target, "w", {"rw": rw}, i + 1, Status.OK, 0, 1,
+                          parsed=Parsed((Metric("iops", a, "op/s", {"op": "read"}),
+                                         Metric("lat_mean", b, "s", {"op": "read"}))))
+                for i, (a, b) in enumerate(zip(iops, lat, strict=True))]
+
+    # IOPS x2, decided; mean latency noisy, open. Random reads: IOPS is the headline.
+    base = runs("base", [500, 501, 500], [0.010, 0.030, 0.015], "randread")
+    fast = runs("fast", [1000, 1001, 999], [0.012, 0.004, 0.028], "randread")
+    assert pending(base + fast, "base") == set()
+    assert pending(base + fast, "base", metrics=["lat_mean"])
+    # Sequential reads: bandwidth is the headline; with none measured, every primary
+    # metric decides (the latency keeps it open).
+    base = runs("base", [500, 501, 500], [0.010, 0.030, 0.015], "read")
+    fast = runs("fast", [1000, 1001, 999], [0.012, 0.004, 0.028], "read")
+    assert pending(base + fast, "base") == {Pending("fast", "w", canonical_json({"rw": "read"}))}

@@ -150,6 +150,11 @@ TERMINAL = """\
 experiment 1: demo (done)
 baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6
 
+Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
+target  workload  case  metric  op      n  % of baseline         95 % CI   ±T       p  verdict
+------  --------  ----  ------  ----  ---  -------------  --------------  ---  ------  ------------------------------
+b       w               iops    read  3/3        110.0 %  [110.0, 110.0]  2 %  <0.001  faster: +10.0 % [+10.0, +10.0]
+
 Verdicts: each target vs a
 target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
 ------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ------------------------------
@@ -177,6 +182,12 @@ MARKDOWN = """\
 # demo
 
 baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
+
+## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
+
+| target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |
+|---|---|---|---|---|---:|---:|---:|---:|---:|---|
+| b | w |  | iops | read | 3/3 | 110.0 % | [110.0, 110.0] | 2 % | <0.001 | faster: +10.0 % [+10.0, +10.0] |
 
 ## Verdicts: each target vs a
 

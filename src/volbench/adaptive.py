@@ -12,8 +12,10 @@ every round called identical targets different in ~20 % of experiments; the desi
 that at 5 % (docs/statistics.md). The report reads the same design from the experiment's
 `repeat:` and shows the verdicts and intervals of the look the comparison stopped at.
 
-Deciding metrics: the ones named in `repeat.metrics`, or by default the primary
-metrics (those the verdict table shows) except per-run tail percentiles. A p99 of
+Deciding metrics: the ones named in `repeat.metrics`, or by default the case's headline
+metrics (volbench.headline: IOPS for random I/O, bandwidth for sequential, tps, real and
+other for jobs), falling back to the primary metrics except per-run tail percentiles
+for a case without a headline. A p99 of
 one run is itself an estimate from a few hundred slow I/Os; on a throttled disk it
 swings so much from run to run that its comparison stayed open after 20 rounds
 (bench/adaptive.py) while IOPS, bandwidth and mean latency were settled after 3.
@@ -22,10 +24,12 @@ Tail latency across runs is reported from merged histograms instead.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from volbench.headline import has_headline, headline
 from volbench.metricinfo import comparable, info, is_primary
 from volbench.model import RunResult, Status, canonical_json, params_key
 from volbench.stats import SequentialDesign, Verdict, decide
@@ -81,6 +85,7 @@ def pending(runs: Sequence[RunResult], baseline: str,
     comparison tested as a look of `design` (None: at a plain alpha, for a fixed design)."""
     thresholds = thresholds or {}
     values = _values(runs, metrics)
+    params_of = {(r.workload, params_key(r.params)): r.params for r in runs}
     undecided: set[Pending] = set()
     for (workload, params, target), measured in values.items():
         if target == baseline:
@@ -88,7 +93,12 @@ def pending(runs: Sequence[RunResult], baseline: str,
         base = values.get((workload, params, baseline))
         if base is None:
             continue  # the baseline never produced this case: nothing to decide against
+        case_params = params_of.get((workload, params), {})
+        keys = [(name, json.loads(tags)) for name, _, tags in measured]
+        headlines_only = not metrics and has_headline(keys, case_params)
         for (name, unit, tags), candidate in measured.items():
+            if headlines_only and not headline(name, json.loads(tags), case_params):
+                continue
             reference = base.get((name, unit, tags))
             direction = info(name, unit).higher_is_better
             if not reference or direction is None:

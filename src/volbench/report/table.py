@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench import metricinfo as metrics
+from volbench.headline import headline
 from volbench.model import Params
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
@@ -31,6 +32,7 @@ SUMMARY_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "mean", "9
                    "median", "median 95 % CI", "min", "max", "stdev", "cv")
 VERDICT_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "% of baseline",
                    "95 % CI", "±T", "p", "verdict")
+HEADLINE_RULE = "IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs"
 RUN_COLUMNS = ("#", "target", "workload", "case", "rep", "status", "duration", "disk I/O",
                "error")
 PERCENTILE_COLUMNS = ("target", "workload", "case", "latency", "op", "runs", "I/Os")
@@ -130,9 +132,27 @@ def _verdict_rows(report: Report, wanted: Sequence[str] | None) -> list[VerdictR
     return sorted(rows, key=lambda v: key(v.candidate))
 
 
-def verdict_table(report: Report, wanted: Sequence[str] | None = None) -> Table:
+def is_headline_row(v: VerdictRow) -> bool:
+    return headline(v.candidate.metric, v.candidate.tags, v.candidate.params)
+
+
+def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table | None:
+    """The headline verdicts (volbench.headline), or None when they would repeat the
+    verdict table (no headline rows, or nothing else in it)."""
+    rows = _verdict_rows(report, wanted)
+    chosen = [v for v in rows if is_headline_row(v)]
+    if not chosen or len(chosen) == len(rows):
+        return None
+    table = verdict_table(report, wanted, chosen)
+    title = f"Headline: each target vs {report.baseline}" if report.baseline else "Headline"
+    return Table(f"{title} ({HEADLINE_RULE})", table.headers, table.rows, table.raw,
+                 table.numeric, table.classes)
+
+
+def verdict_table(report: Report, wanted: Sequence[str] | None = None,
+                  chosen: Sequence[VerdictRow] | None = None) -> Table:
     rows, classes = [], []
-    for v in _verdict_rows(report, wanted):
+    for v in _verdict_rows(report, wanted) if chosen is None else chosen:
         s, c = v.candidate, v.comparison
         label = case_label(s.params, report.varying_params(s.workload))
         n = f"{s.summary.n}/{v.baseline.summary.n}"
