@@ -24,6 +24,8 @@ import argparse
 import json
 import math
 import random
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from volbench.stats import (
     SequentialDesign,
     Spending,
     Verdict,
+    decide,
     outliers_calibrated,
     outliers_mad,
 )
@@ -189,6 +192,33 @@ exec sleep "$(od -An -N4 -tu4 /dev/urandom | awk '{srand($1); u = rand(); v = ra
 """
 
 
+def replay_old_rule(db: Path) -> tuple[int, int, int]:
+    """The old rule replayed on the runs the CLI stored: per workload, test at a plain
+    5 % after each round from 3 on and stop at the first decision. Returns (called
+    different by the old rule, by a fixed design of all stored runs at 5 %, comparisons).
+    Only exact where the new design ran every comparison to its maximum."""
+    values: dict[tuple[str, str], list[float]] = {}
+    with sqlite3.connect(db) as con:
+        for workload, target, value in con.execute(
+                "SELECT r.workload, r.target, m.value FROM metrics m JOIN runs r"
+                " ON r.id = m.run_id WHERE m.name = 'real' AND r.status = 'ok'"
+                " ORDER BY r.id"):
+            values.setdefault((workload, target), []).append(float(value))
+    old = fixed = total = 0
+    for workload in sorted({w for w, _ in values}):
+        a, b = values[(workload, "a")], values[(workload, "b")]
+        n = min(len(a), len(b))
+        total += 1
+        fixed += decide(b[:n], a[:n], higher_is_better=False) in (Verdict.BETTER,
+                                                                  Verdict.WORSE)
+        for k in range(3, n + 1):
+            verdict = decide(b[:k], a[:k], higher_is_better=False)
+            if verdict is not Verdict.INCONCLUSIVE:
+                old += verdict in (Verdict.BETTER, Verdict.WORSE)
+                break
+    return old, fixed, total
+
+
 def cli_check(comparisons: int, per_experiment: int = 25) -> None:
     """Identical directory targets through `volbench run` and `volbench report`."""
     work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="volbench-calibration-"))
@@ -197,7 +227,7 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
     nap.chmod(0o755)
     for name in ("a", "b"):
         (work / name).mkdir()
-    different = total = runs = 0
+    different = total = runs = old = fixed = 0
     start = time.monotonic()
     for number in range(max(1, comparisons // per_experiment)):
         doc = {
@@ -221,10 +251,15 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
                 total += 1
                 different += v["verdict"] in ("better", "worse")
                 runs += v["n"]
+        replayed = replay_old_rule(db)
+        old += replayed[0]
+        fixed += replayed[1]
     print(f"\nCLI, identical directory targets, random lognormal sleep, repeat 3..10: "
           f"{different} of {total} comparisons called different ({different / total:.1%}), "
-          f"{runs / total:.1f} runs per side on average, {time.monotonic() - start:.0f} s "
-          f"(the old rule: 5 of 40, 12.5 %, issue 13)")
+          f"{runs / total:.1f} runs per side on average, {time.monotonic() - start:.0f} s; "
+          f"on the same runs the old rule (5 % after every round) calls {old} different, "
+          f"a fixed design of all runs at 5 % {fixed}")
+    shutil.rmtree(work)
 
 
 def main() -> None:
