@@ -8,6 +8,7 @@ comments), not produced by the code under test.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -375,3 +376,12 @@ def test_adaptive_repetition_verdicts_are_looks_of_the_sequential_design(
     assert row.comparison.look == 1
     text = report.render(adaptive, "table")
     assert "pocock group-sequential design over 18 looks (3–20 runs)" in text
+
+
+def test_json_names_the_headline_the_design_and_the_arithmetic_means(tmp_path: Path) -> None:
+    doc = json.loads(report.render(load(demo(tmp_path)), "json"))
+    assert doc["sequential_design"] is None
+    rows = {v["metric"]: v for v in doc["verdicts"]}
+    assert rows["iops"]["headline"] and not rows["lat_mean"]["headline"]
+    # Zero spread on both sides: the arithmetic means' ratio is 110 / 100 exactly.
+    assert rows["iops"]["arithmetic_means"]["ratio"] == pytest.approx(1.1)
