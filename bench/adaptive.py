@@ -3,7 +3,8 @@
 Targets: `base` capped at 500 IOPS, `double` at 1000 (a clear difference) and
 `twin` at 500 (no difference). Design A: a fixed 10 rounds. Design B:
 `repeat: {min: 3, max: 20, until: decided}`. Both verdicts come from the same
-statistics (volbench.stats.compare on IOPS, threshold 2 %).
+statistics (volbench.stats.compare on IOPS, threshold 2 %); the adaptive design's as
+looks of its group-sequential design, as the report gives them.
 
     sudo .venv/bin/python bench/adaptive.py [--runtime 3]
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common import metric_values, volbench, write_experiment
-from volbench.stats import compare, verdict_text
+from volbench.stats import SequentialDesign, compare, verdict_text
 
 
 def design(work: Path, name: str, repeat: Any, runtime: int) -> dict[str, Any]:
@@ -37,12 +38,12 @@ def design(work: Path, name: str, repeat: Any, runtime: int) -> dict[str, Any]:
     }
 
 
-def verdicts(db: Path) -> dict[str, tuple[str, str]]:
+def verdicts(db: Path, design: SequentialDesign | None) -> dict[str, tuple[str, str]]:
     """Verdict (category, text) of each target vs base on IOPS."""
     iops = metric_values(db, "iops", op="read")
     found = {}
     for target in ("double", "twin"):
-        result = compare(iops[target], iops["base"], higher_is_better=True)
+        result = compare(iops[target], iops["base"], higher_is_better=True, design=design)
         found[target] = (str(result.verdict), verdict_text(result, "IOPS"))
     return found
 
@@ -63,7 +64,8 @@ def main() -> None:
         exp = write_experiment(work / f"{name}.yaml", design(work, name, repeat, args.runtime))
         db = work / f"{name}.db"
         wall = volbench("run", str(exp), "--db", str(db), "--quiet")
-        results[name] = (verdicts(db), runs_by_target(db), wall)
+        looks = SequentialDesign(3, 20) if name == "adaptive" else None
+        results[name] = (verdicts(db, looks), runs_by_target(db), wall)
     for name, (found, counts, wall) in results.items():
         print(f"{name:9} runs {sum(counts.values()):3d} {dict(counts)}  wall {wall:6.1f} s")
         for target, (_, text) in found.items():

@@ -8,6 +8,7 @@ comments), not produced by the code under test.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,12 @@ def demo(tmp_path: Path) -> Path:
 
 TERMINAL = """\
 experiment 1: demo (done)
-baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6
+baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6
+
+Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
+target  workload  case  metric  op      n  % of baseline         95 % CI   ±T       p  verdict
+------  --------  ----  ------  ----  ---  -------------  --------------  ---  ------  ------------------------------
+b       w               iops    read  3/3        110.0 %  [110.0, 110.0]  2 %  <0.001  faster: +10.0 % [+10.0, +10.0]
 
 Verdicts: each target vs a
 target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
@@ -89,7 +95,13 @@ def test_terminal_exact(tmp_path: Path) -> None:
 MARKDOWN = """\
 # demo
 
-baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); runs per case: 3–6.
+baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
+
+## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
+
+| target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |
+|---|---|---|---|---|---:|---:|---:|---:|---:|---|
+| b | w |  | iops | read | 3/3 | 110.0 % | [110.0, 110.0] | 2 % | <0.001 | faster: +10.0 % [+10.0, +10.0] |
 
 ## Verdicts: each target vs a
 
@@ -258,3 +270,31 @@ def test_json_keeps_the_contract_and_adds_verdicts(tmp_path: Path) -> None:
     assert abs(c_iops["mean_ci"]["low"] - (100 - 2.5705818366 * (50 / 6) ** 0.5)) < 1e-6
     assert data["runs_per_case"] == {"min": 3, "max": 6}
     assert "io_check" not in data["runs"][0]  # nothing found: nothing added
+
+
+def test_adaptive_repetition_verdicts_are_looks_of_the_sequential_design(
+        tmp_path: Path) -> None:
+    # +9 % from 3 runs per side: faster at a plain 5 %, open at the first of 18 looks.
+    runs = [make_run(t, {"iops": v}, rep, started=10.0 * i)
+            for i, (t, v, rep) in enumerate(
+                [("a", 100.0, 1), ("b", 109.0, 1), ("a", 104.0, 2), ("b", 113.0, 2),
+                 ("a", 97.0, 3), ("b", 106.0, 3)])]
+    fixed = load(make_db(tmp_path / "f.db", runs, document={"name": "f", "repeat": 3}))
+    adaptive = load(make_db(tmp_path / "a.db", runs, document={
+        "name": "a", "repeat": {"min": 3, "max": 20, "until": "decided"}}))
+    assert fixed.design is None and fixed.verdicts[0].verdict == "better"
+    assert adaptive.design is not None and adaptive.design.looks == 18
+    (row,) = adaptive.verdicts
+    assert row.verdict == "inconclusive" and row.comparison is not None
+    assert row.comparison.look == 1
+    text = report.render(adaptive, "table")
+    assert "pocock group-sequential design over 18 looks (3–20 runs)" in text
+
+
+def test_json_names_the_headline_the_design_and_the_arithmetic_means(tmp_path: Path) -> None:
+    doc = json.loads(report.render(load(demo(tmp_path)), "json"))
+    assert doc["sequential_design"] is None
+    rows = {v["metric"]: v for v in doc["verdicts"]}
+    assert rows["iops"]["headline"] and not rows["lat_mean"]["headline"]
+    # Zero spread on both sides: the arithmetic means' ratio is 110 / 100 exactly.
+    assert rows["iops"]["arithmetic_means"]["ratio"] == pytest.approx(1.1)

@@ -47,6 +47,7 @@ from volbench.stats import (
     verdict_text,
     welch_t_test,
 )
+from volbench.stats.distributions import chi2_cdf, chi2_quantile
 
 # R's `sleep` data set (Cushny & Peebles 1905): extra hours of sleep under two drugs.
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -532,30 +533,56 @@ def test_compare_rejects_empty_and_nan(bad: list[float]) -> None:
         compare([1.0, 2.0], bad, higher_is_better=True)
 
 
-def test_runs_needed_reproduces_a_decision_at_the_estimated_size() -> None:
-    # Noisy 3-run samples; rebuild samples of exactly the same log-mean and log-spread at
-    # the estimated size: that size must decide and one run fewer must not.
+def test_runs_needed_is_a_range_from_the_observed_spread_to_its_upper_bound() -> None:
     candidate = [103.0, 96.0, 108.0]
     baseline = [100.0, 104.0, 94.0]
     c = compare(candidate, baseline, higher_is_better=True)
     assert c.verdict is Verdict.INCONCLUSIVE
-    assert c.runs_needed is not None and c.runs_needed > 4
+    assert c.runs_needed is not None and c.runs_needed_low is not None
+    assert 4 <= c.runs_needed_low < c.runs_needed
     assert c.runs_needed == runs_needed(candidate, baseline)
-    logs_c = [math.log(v) for v in candidate]
-    logs_b = [math.log(v) for v in baseline]
-    rng = random.Random(5)
+    low, high = c.runs_needed_low, c.runs_needed
+    assert verdict_text(c) == (
+        f"inconclusive — {low - 3}–{high - 3} more runs needed ({low}–{high} per side)")
 
-    def like(logs: list[float], n: int) -> list[float]:
-        moments = with_moments(rng, n, statistics.fmean(logs), statistics.stdev(logs))
-        return [math.exp(x) for x in moments]
 
-    def rebuilt(n: int) -> Comparison:
-        return compare(like(logs_c, n), like(logs_b, n), higher_is_better=True)
+def test_runs_needed_promises_80_percent_power_for_any_true_difference() -> None:
+    from volbench.stats.power import _undecided  # the criterion itself
 
-    assert is_decided(rebuilt(c.runs_needed))
-    assert not is_decided(rebuilt(c.runs_needed - 1))
-    more, total = c.runs_needed - 3, c.runs_needed
-    assert verdict_text(c) == f"inconclusive — about {more} more runs needed ({total} per side)"
+    logs_c = [math.log(v) for v in (103.0, 96.0, 108.0)]
+    logs_b = [math.log(v) for v in (100.0, 104.0, 94.0)]
+    var_c, var_b = statistics.variance(logs_c), statistics.variance(logs_b)
+    df = (var_c / 3 + var_b / 3) ** 2 / ((var_c / 3) ** 2 / 2 + (var_b / 3) ** 2 / 2)
+    # One-sided 80 % upper bound of the variance: s² · df / chi2(0.2, df).
+    upper = (var_c + var_b) * df / chi2_quantile(0.2, df)
+    ratio_df = (var_c + var_b) ** 2 / (var_c**2 + var_b**2)
+    band = (math.log(0.98), math.log(1.02))
+
+    def levels(n: int) -> tuple[float, float]:
+        return 0.05, 0.10
+
+    n = runs_needed([103.0, 96.0, 108.0], [100.0, 104.0, 94.0])
+    assert _undecided(n, upper, ratio_df, band, levels) <= 0.2
+    assert _undecided(n - 1, upper, ratio_df, band, levels) > 0.2
+    # Brute force over true differences at n: no delta leaves it undecided > 20 %.
+    rng = random.Random(8)
+    se = math.sqrt(upper / n)
+    dfn = (n - 1) * ratio_df
+    h95, h90 = t_quantile(0.975, dfn) * se, t_quantile(0.95, dfn) * se
+    for delta in (0.0, 0.005, 0.01, 0.015, 0.02, 0.03):
+        draws = [rng.gauss(delta, se) for _ in range(4000)]
+        undecided = sum(abs(d) < h95 and not (band[0] + h90 < d < band[1] - h90)
+                        for d in draws)
+        assert undecided / 4000 <= 0.2 + 0.02
+
+
+def test_chi_square_quantiles_match_printed_tables() -> None:
+    # Abramowitz & Stegun table 26.8 / any chi-square table; df 2 in closed form.
+    assert chi2_quantile(0.05, 4) == pytest.approx(0.7107, abs=1e-4)
+    assert chi2_quantile(0.95, 10) == pytest.approx(18.307, abs=1e-3)
+    assert chi2_quantile(0.2, 4) == pytest.approx(1.6488, abs=1e-4)
+    assert chi2_quantile(0.3, 2) == pytest.approx(-2 * math.log(0.7), rel=1e-9)
+    assert chi2_cdf(3.84146, 1) == pytest.approx(0.95, abs=1e-5)
 
 
 def test_runs_needed_grows_with_noise_and_is_capped() -> None:
@@ -839,3 +866,76 @@ def test_percentile_follows_fio_convention_at_boundaries() -> None:
 def test_percentile_rejects_bad_input(bins: dict[float, int], p: float) -> None:
     with pytest.raises(ValueError):
         percentile_from_histogram(bins, p)
+
+
+# ---------------------------------------------------------------- numerical defects (issue 13)
+def test_normal_tail_keeps_its_digits_far_out() -> None:
+    from volbench.stats import normal_sf
+
+    # Q(7) and Q(9) from Abramowitz & Stegun 26.2 (tail to 7 significant digits).
+    assert normal_sf(7.0) == pytest.approx(1.279813e-12, rel=1e-6, abs=0)
+    assert normal_sf(9.0) == pytest.approx(1.128588e-19, rel=1e-6, abs=0)
+    assert normal_sf(-9.0) == pytest.approx(1.0)
+    assert t_two_sided_p(9.0, math.inf) == pytest.approx(2 * 1.128588e-19, rel=1e-6, abs=0)
+
+
+def test_identical_values_have_exactly_zero_variance() -> None:
+    rng = random.Random(13)
+    for _ in range(2000):
+        value = rng.uniform(-1e6, 1e6)
+        ci = summarize([value] * rng.randint(2, 7)).mean_ci
+        assert ci is not None and ci.low == ci.high == pytest.approx(value, rel=1e-15)
+    assert summarize([0.1, 0.1, 0.1]).stdev == 0.0
+
+
+# ---------------------------------------------------------------- ratio of arithmetic means
+def test_fieller_interval_by_hand() -> None:
+    from volbench.stats.meanratio import mean_ratio
+
+    # m_c = 10, m_b = 5, squared standard errors 1 and 1, Welch df = 2, t = 4.3027.
+    found = mean_ratio([9.0, 11.0], [4.0, 6.0])
+    assert found is not None and found.interval is not None
+    t2 = t_quantile(0.975, 2.0) ** 2
+    a = 25.0 - t2
+    root = math.sqrt(50.0**2 - a * (100.0 - t2))
+    assert found.ratio == 2.0
+    assert found.interval.low == pytest.approx((50.0 - root) / a)
+    assert found.interval.high == pytest.approx((50.0 + root) / a)
+    # The ratio's interval holds every R with (m_c - R m_b)^2 <= t^2 (se_c^2 + R^2 se_b^2).
+    for r in (found.interval.low, found.interval.high):
+        assert (10.0 - 5.0 * r) ** 2 == pytest.approx(t2 * (1.0 + r * r))
+    wide = mean_ratio([9.0, 11.0], [1.0, 9.0])  # baseline mean not clear of 0
+    assert wide is not None and wide.interval is None
+    assert mean_ratio([1.0], [2.0, 3.0]) is None
+
+
+def test_unequal_spreads_show_the_arithmetic_means_next_to_the_geometric_verdict() -> None:
+    from volbench.report.verdicts import means_note
+    from volbench.stats.meanratio import mean_ratio
+
+    # Equal arithmetic means, CV 20 % vs 1 %: the geometric means differ by ~2 %.
+    rng = random.Random(0)
+
+    def draw(cv: float) -> list[float]:
+        s = math.sqrt(math.log1p(cv * cv))
+        return [100.0 * math.exp(rng.gauss(-s * s / 2.0, s)) for _ in range(400)]
+
+    c, b = draw(0.2), draw(0.01)
+    verdict = compare(c, b, higher_is_better=True)
+    assert verdict.verdict is Verdict.WORSE  # geometric means: lower by ~2 %
+    note = means_note(verdict, mean_ratio(c, b))
+    assert note.startswith(" (arithmetic means: ") and "+" in note and "-" in note
+    assert means_note(compare(b, b, higher_is_better=True), mean_ratio(b, b)) == ""
+
+
+def test_benjamini_hochberg_by_hand() -> None:
+    from volbench.stats.multiple import benjamini_hochberg
+
+    # m = 4, q = 5 %: thresholds 1.25 %, 2.5 %, 3.75 %, 5 %.
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == [True] * 4
+    assert benjamini_hochberg([0.01, 0.02, 0.03, 0.5]) == [True, True, True, False]
+    assert benjamini_hochberg([0.04, 0.3]) == [False, False]
+    # A p above its own threshold still counts when a larger rank passes (step-up).
+    assert benjamini_hochberg([0.026, 0.03]) == [True, True]
+    with pytest.raises(ValueError):
+        benjamini_hochberg([1.5])

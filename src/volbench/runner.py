@@ -326,9 +326,10 @@ class Session:
         """Extra interleaved rounds for the target/case pairs not yet decided."""
         exp = self.exp
         baseline = exp.baseline or exp.targets[0].name
+        design = adaptive.design(exp.repeat.min, exp.repeat.max)
         for repetition in range(start + 1, exp.repeat.max + 1):
             todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
-                                    exp.repeat.metrics)
+                                    exp.repeat.metrics, design)
             if not todo:
                 self.progress.note(f"every comparison decided after {repetition - 1} rounds")
                 return
@@ -341,7 +342,7 @@ class Session:
             self.progress.more(len(runs))
             self._run_all(runs, built, done)
         if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
-                            exp.repeat.metrics):
+                            exp.repeat.metrics, design):
             self.progress.note(f"some comparisons are still undecided after repeat.max = "
                                f"{exp.repeat.max} rounds; the report says how many runs each "
                                "would need")

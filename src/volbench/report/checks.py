@@ -15,7 +15,7 @@ from typing import Any
 from volbench import metricinfo as metrics
 from volbench.model import Params, RunResult, Series, Status, TargetRow
 from volbench.report.cases import MIN_RUNS, CaseSummary
-from volbench.stats import Stall, StatisticsInputError, stalls
+from volbench.stats import Stall, StatisticsInputError, outlier_cutoff, stalls
 from volbench.units import format_size, format_value
 
 # The devices must have moved at least this share of the workload's bytes; below it the
@@ -31,7 +31,8 @@ MAX_LISTED = 5
 
 @dataclass(frozen=True)
 class ReportWarning:
-    kind: str  # failed-target, failed-runs, few-runs, outlier, drift, stall, cache, caches
+    kind: str  # failed-target, failed-runs, few-runs, outlier, drift, drift-untested, stall,
+    # cache, caches
     message: str
     target: str = ""
     workload: str = ""
@@ -141,13 +142,15 @@ def case_checks(
             continue
         where = describe_case(s.target, s.workload, case_text(s, labels))
         name = metric_text(s)
+        cutoff = outlier_cutoff(len(s.values))
         for index, z in s.outliers:
             out.append(
                 ReportWarning(
                     "outlier",
                     f"{where}: {name} of run {index + 1} of {len(s.values)} "
                     f"(rep {s.repetitions[index]}, {format_value(s.values[index], s.unit)}) is an "
-                    f"outlier (modified z-score {z:.1f}); it is kept in every statistic — check "
+                    f"outlier (modified z-score {z:.1f}, cut-off {cutoff:.1f}"
+                    f" for {len(s.values)} runs); it is kept in every statistic — check "
                     "that run's raw output and what else ran on the machine",
                     s.target,
                     s.workload,
@@ -173,7 +176,34 @@ def case_checks(
                     s.run_indices,
                 )
             )
-    return out
+    return [*out, *_drift_untested(summaries)]
+
+
+def _drift_untested(summaries: Sequence[CaseSummary]) -> list[ReportWarning]:
+    """Say when drift could not be tested, so that no warning never reads as "no drift".
+
+    Spearman's exact test cannot reach p < 0.05 with 3 runs (smallest p 1/3) or 4 (1/12).
+    """
+    untested = [
+        s
+        for s in summaries
+        if s.drift is not None
+        and not s.drift.testable
+        and metrics.comparable(s.metric, s.unit, s.tags)
+    ]
+    if not untested:
+        return []
+    ns = sorted({s.drift.n for s in untested if s.drift is not None})
+    runs = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+    smallest = min(s.drift.smallest_p for s in untested if s.drift is not None)
+    return [
+        ReportWarning(
+            "drift-untested",
+            f"drift not testable with {runs} runs: in {len(untested)} case(s) even a steady "
+            f"rise or fall could not reach p < 0.05 (smallest possible p {smallest:.3f}); "
+            "5 runs per case make it testable",
+        )
+    ]
 
 
 def case_text(s: CaseSummary, labels: Mapping[str, list[str]]) -> str:

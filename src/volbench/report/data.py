@@ -21,6 +21,7 @@ from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import MergedPercentiles, merged_percentiles
 from volbench.report.verdicts import VerdictRow
+from volbench.stats import SequentialDesign
 
 __all__ = ["HEADLINE", "CaseSummary", "Report", "RunExport", "build", "measured",
            "needed_metrics", "summarize_runs"]
@@ -64,6 +65,8 @@ class Report:
     stalls: dict[int, list[SeriesStalls]] = field(default_factory=dict)
     io_checks: dict[int, IoCheck] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
+    # Adaptive repetition's group-sequential design (None: fixed runs).
+    design: SequentialDesign | None = None
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -151,8 +154,9 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                             + (f"; {hint}" if (hint := did_you_mean(options.baseline, names))
                                else ""))
     report.thresholds = verdicts.thresholds(experiments)
+    report.design = verdicts.sequential_design(experiments)
     report.verdicts = verdicts.against_baseline(report.summaries, report.baseline,
-                                                report.thresholds)
+                                                report.thresholds, report.design)
     report.percentiles = merged_percentiles(runs, totals)
     labels = {w: report.varying_params(w) for w in report.workloads()}
     for index, run in enumerate(runs):

@@ -17,6 +17,7 @@ from volbench.report.options import ReportOptions
 from volbench.report.table import (
     Table,
     environment_rows,
+    headline_table,
     per_run_tables,
     percent_table,
     percentile_table,
@@ -143,6 +144,10 @@ class HtmlExporter:
                 "verdicts: Welch's test for a difference and two one-sided tests for "
                 f"equivalence within the threshold ({esc(threshold_note(report))}).</p>"
             )
+            headlines = headline_table(report, options.metrics)
+            if headlines is not None:
+                out += [f"<h3>{esc(headlines.title)}</h3>",
+                        render_table(headlines, ids("headline-table")), "<h3>All metrics</h3>"]
             out.append(render_table(table, ids("verdict-table"), filter_box=True))
         else:
             out.append(

@@ -13,6 +13,7 @@ import json
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from volbench.headline import headline
 from volbench.report.data import CaseSummary, Report
 from volbench.report.options import ReportOptions
 from volbench.report.verdicts import VerdictRow, phrase
@@ -51,7 +52,12 @@ def verdict_json(v: VerdictRow) -> dict[str, Any]:
         "target": s.target, "baseline": v.baseline.target, "workload": s.workload,
         "params": dict(s.params), "metric": s.metric, "unit": s.unit, "tags": dict(s.tags),
         "threshold": v.threshold, "n": s.summary.n, "n_baseline": v.baseline.summary.n,
-        "verdict": v.verdict, "text": v.phrase}
+        "verdict": v.verdict, "text": v.phrase,
+        "headline": headline(s.metric, s.tags, s.params)}
+    if v.means is not None:
+        ci = v.means.interval
+        out["arithmetic_means"] = {"ratio": v.means.ratio, "interval": None if ci is None
+                                   else {"low": ci.low, "high": ci.high, "level": ci.level}}
     c = v.comparison
     if c is None:
         out["error"] = v.error
@@ -127,6 +133,9 @@ def report_json(report: Report) -> dict[str, Any]:
                      "info": t.info} for t in report.targets],
         "baseline": report.baseline,
         "thresholds": report.thresholds,
+        "sequential_design": None if report.design is None else {
+            "spending": report.design.spending.value, "first": report.design.first,
+            "last": report.design.last},
         "runs_per_case": {"min": span[0], "max": span[1]} if span else None,
         "summaries": [summary_json(s) for s in report.summaries],
         "verdicts": [verdict_json(v) for v in report.verdicts],

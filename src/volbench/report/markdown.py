@@ -7,6 +7,7 @@ from volbench.report.options import ReportOptions
 from volbench.report.table import (
     Table,
     environment_rows,
+    headline_table,
     per_run_tables,
     percent_table,
     percentile_table,
@@ -45,6 +46,9 @@ class MarkdownExporter:
         if report.baseline and len(report.target_order()) > 1:
             facts = [f"baseline **{report.baseline}**", threshold_note(report), *facts]
         parts = [f"# {names}", "", "; ".join(facts) + ".", ""]
+        headlines = headline_table(report, options.metrics)
+        if headlines is not None:
+            parts += _section(headlines.title, headlines)
         verdicts = verdict_table(report, options.metrics)
         parts += _section(verdicts.title, verdicts)
         if report.warnings:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench import metricinfo as metrics
+from volbench.headline import headline
 from volbench.model import Params
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
@@ -19,8 +20,10 @@ from volbench.report.percentiles import PERCENTILES
 from volbench.report.verdicts import (
     DEFAULT_THRESHOLD,
     VerdictRow,
+    design_note,
     percent_of_baseline,
     ratio_interval,
+    table_note,
 )
 from volbench.stats import Interval
 from volbench.units import format_duration, format_size, format_value, parse_size
@@ -29,6 +32,7 @@ SUMMARY_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "mean", "9
                    "median", "median 95 % CI", "min", "max", "stdev", "cv")
 VERDICT_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "% of baseline",
                    "95 % CI", "±T", "p", "verdict")
+HEADLINE_RULE = "IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs"
 RUN_COLUMNS = ("#", "target", "workload", "case", "rep", "status", "duration", "disk I/O",
                "error")
 PERCENTILE_COLUMNS = ("target", "workload", "case", "latency", "op", "runs", "I/Os")
@@ -128,9 +132,27 @@ def _verdict_rows(report: Report, wanted: Sequence[str] | None) -> list[VerdictR
     return sorted(rows, key=lambda v: key(v.candidate))
 
 
-def verdict_table(report: Report, wanted: Sequence[str] | None = None) -> Table:
+def is_headline_row(v: VerdictRow) -> bool:
+    return headline(v.candidate.metric, v.candidate.tags, v.candidate.params)
+
+
+def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table | None:
+    """The headline verdicts (volbench.headline), or None when they would repeat the
+    verdict table (no headline rows, or nothing else in it)."""
+    rows = _verdict_rows(report, wanted)
+    chosen = [v for v in rows if is_headline_row(v)]
+    if not chosen or len(chosen) == len(rows):
+        return None
+    table = verdict_table(report, wanted, chosen)
+    title = f"Headline: each target vs {report.baseline}" if report.baseline else "Headline"
+    return Table(f"{title} ({HEADLINE_RULE})", table.headers, table.rows, table.raw,
+                 table.numeric, table.classes)
+
+
+def verdict_table(report: Report, wanted: Sequence[str] | None = None,
+                  chosen: Sequence[VerdictRow] | None = None) -> Table:
     rows, classes = [], []
-    for v in _verdict_rows(report, wanted):
+    for v in _verdict_rows(report, wanted) if chosen is None else chosen:
         s, c = v.candidate, v.comparison
         label = case_label(s.params, report.varying_params(s.workload))
         n = f"{s.summary.n}/{v.baseline.summary.n}"
@@ -295,7 +317,10 @@ def lab_disk_text(disk: Mapping[str, Any]) -> str:
 def threshold_note(report: Report) -> str:
     custom = ", ".join(f"{k} ±{v * 100:g} %" for k, v in sorted(report.thresholds.items()))
     text = f"practical threshold ±{DEFAULT_THRESHOLD * 100:g} %"
-    return f"{text} ({custom} set in the experiment)" if custom else text
+    text = f"{text} ({custom} set in the experiment)" if custom else text
+    sequential = design_note(report.design)
+    text = f"{text}; {sequential}" if sequential else text
+    return f"{text}; {table_note(report.verdicts)}" if report.verdicts else text
 
 
 def runs_note(report: Report) -> str:

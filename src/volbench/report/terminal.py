@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
-from volbench.report.table import Table, runs_note, summary_table, threshold_note, verdict_table
+from volbench.report.table import (
+    Table,
+    headline_table,
+    runs_note,
+    summary_table,
+    threshold_note,
+    verdict_table,
+)
 
 
 def render_table(table: Table) -> str:
@@ -38,6 +45,9 @@ class TerminalExporter:
 
     def render(self, report: Report, options: ReportOptions) -> str:
         parts = header_lines(report)
+        headlines = headline_table(report, options.metrics)
+        if headlines is not None:
+            parts += ["", headlines.title, render_table(headlines)]
         verdicts = verdict_table(report, options.metrics)
         if verdicts.rows:
             parts += ["", verdicts.title, render_table(verdicts)]

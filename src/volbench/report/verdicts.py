@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from volbench import metricinfo as metrics
 from volbench.model import ExperimentRow
 from volbench.report.cases import CaseSummary
-from volbench.stats import Comparison, StatisticsInputError, Verdict, compare, verdict_text
+from volbench.stats import (
+    Comparison,
+    SequentialDesign,
+    StatisticsInputError,
+    Verdict,
+    compare,
+    verdict_text,
+)
+from volbench.stats.meanratio import MeanRatio, mean_ratio
+from volbench.stats.multiple import benjamini_hochberg
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -27,6 +36,9 @@ class VerdictRow:
     # None when the pair cannot be compared (then `error` says why).
     comparison: Comparison | None
     error: str = ""
+    # Ratio of arithmetic means with Fieller's interval (the verdict's ratio is of
+    # geometric means); shown when the two differ beyond the threshold.
+    means: MeanRatio | None = None
 
     @property
     def target(self) -> str:
@@ -38,7 +50,9 @@ class VerdictRow:
 
     @property
     def phrase(self) -> str:
-        return phrase(self.comparison) if self.comparison else f"not compared: {self.error}"
+        if self.comparison is None:
+            return f"not compared: {self.error}"
+        return phrase(self.comparison) + means_note(self.comparison, self.means)
 
 
 def baseline_target(
@@ -64,16 +78,50 @@ def thresholds(experiments: Iterable[ExperimentRow]) -> dict[str, float]:
     return found
 
 
-def compare_pair(candidate: CaseSummary, baseline: CaseSummary, threshold: float) -> VerdictRow:
+def sequential_design(experiments: Iterable[ExperimentRow]) -> SequentialDesign | None:
+    """The group-sequential design of adaptive repetition (`repeat: {min, max, until}`),
+    read from the latest experiment document that has a `repeat:`; None for fixed runs.
+
+    The defaults are experiment.py's (min 3, max = max(min, 10)). A run forced to a fixed
+    count (`volbench run --runs N`) is still read as adaptive: the looks it did not take
+    only make its verdicts conservative.
+    """
+    for row in reversed(list(experiments)):
+        doc = row.document.get("repeat") if isinstance(row.document, dict) else None
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            return None
+        low, high = doc.get("min", 3), doc.get("max")
+        if not isinstance(low, int) or isinstance(low, bool):
+            return None
+        high = max(low, 10) if high is None else high
+        if not isinstance(high, int) or isinstance(high, bool):
+            return None
+        return SequentialDesign.for_repeat(low, high)
+    return None
+
+
+def compare_pair(
+    candidate: CaseSummary,
+    baseline: CaseSummary,
+    threshold: float,
+    design: SequentialDesign | None = None,
+) -> VerdictRow:
     higher = metrics.info(candidate.metric, candidate.unit).higher_is_better
     assert higher is not None, "only comparable metrics reach compare_pair"
     try:
         result = compare(
-            candidate.values, baseline.values, higher_is_better=higher, threshold=threshold
+            candidate.values,
+            baseline.values,
+            higher_is_better=higher,
+            threshold=threshold,
+            design=design,
         )
     except StatisticsInputError as exc:
         return VerdictRow(candidate, baseline, threshold, None, str(exc))
-    return VerdictRow(candidate, baseline, threshold, result)
+    means = mean_ratio(candidate.values, baseline.values) if result.scale == "log" else None
+    return VerdictRow(candidate, baseline, threshold, result, means=means)
 
 
 def compare_sets(
@@ -82,6 +130,7 @@ def compare_sets(
     limits: Mapping[str, float],
     *,
     same_target: bool = False,
+    design: SequentialDesign | None = None,
 ) -> list[VerdictRow]:
     """Pair each candidate case with its baseline case and compare them.
 
@@ -98,18 +147,32 @@ def compare_sets(
         base = index.get((c.target, *c.comparison_key) if same_target else c.comparison_key)
         if base is None:
             continue
-        rows.append(compare_pair(c, base, limits.get(c.metric, DEFAULT_THRESHOLD)))
+        rows.append(compare_pair(c, base, limits.get(c.metric, DEFAULT_THRESHOLD), design))
     return rows
 
 
 def against_baseline(
-    summaries: Sequence[CaseSummary], baseline: str | None, limits: Mapping[str, float]
+    summaries: Sequence[CaseSummary],
+    baseline: str | None,
+    limits: Mapping[str, float],
+    design: SequentialDesign | None = None,
 ) -> list[VerdictRow]:
     if baseline is None:
         return []
     base = [s for s in summaries if s.target == baseline]
     others = [s for s in summaries if s.target != baseline]
-    return compare_sets(others, base, limits)
+    return compare_sets(others, base, limits, design=design)
+
+
+def design_note(design: SequentialDesign | None) -> str:
+    """How the verdicts account for adaptive repetition's looks (empty for fixed runs)."""
+    if design is None:
+        return ""
+    return (
+        f"adaptive repetition: {design.spending.value} group-sequential design over "
+        f"{design.looks} looks ({design.first}–{design.last} runs), intervals are repeated "
+        "95 % intervals"
+    )
 
 
 def _times(ratio: float) -> str:
@@ -138,6 +201,23 @@ def phrase(c: Comparison) -> str:
     return f"{word}: {_signed(c.change_pct)} % [{_signed(low)}, {_signed(high)}]"
 
 
+def means_note(c: Comparison, means: MeanRatio | None) -> str:
+    """" (arithmetic means: -0.1 % [-4.9, +5.1])" when the ratio of arithmetic means
+    reads differently from the verdict's ratio of geometric means: they differ by more
+    than half the threshold, or the verdict calls a difference that the arithmetic
+    means' interval does not show."""
+    if means is None:
+        return ""
+    ci = means.interval
+    apart = abs(means.ratio / c.ratio - 1.0) > c.threshold / 2.0
+    unsupported = c.verdict in (Verdict.BETTER, Verdict.WORSE) and (ci is None or 1.0 in ci)
+    if not (apart or unsupported):
+        return ""
+    bounds = "" if ci is None else \
+        f" [{_signed((ci.low - 1.0) * 100.0)}, {_signed((ci.high - 1.0) * 100.0)}]"
+    return f" (arithmetic means: {_signed((means.ratio - 1.0) * 100.0)} %{bounds})"
+
+
 def percent_of_baseline(c: Comparison) -> str:
     return f"{c.ratio * 100:.1f} %"
 
@@ -146,3 +226,23 @@ def ratio_interval(c: Comparison) -> str:
     if c.ratio_ci is None:
         return "—"
     return f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"
+
+
+def table_note(rows: Sequence[VerdictRow]) -> str:
+    """What the table's ratios are and what each alpha covers, with the Benjamini-Hochberg
+    count when the table calls several differences."""
+    text = "ratios of geometric means (arithmetic means shown where they read differently)"
+    compared = [r.comparison for r in rows if r.comparison is not None]
+    if len(compared) < 2:
+        return text
+    called = [c for c in compared if c.verdict in (Verdict.BETTER, Verdict.WORSE)]
+    text += (f"; each verdict's 5 % covers that comparison alone, not the table's "
+             f"{len(compared)}")
+    p_values = [c.p_value for c in compared if c.p_value is not None]
+    if called and len(p_values) == len(compared):
+        kept = benjamini_hochberg(p_values)
+        survive = sum(k for k, c in zip(kept, compared, strict=True)
+                      if c.verdict in (Verdict.BETTER, Verdict.WORSE))
+        text += (f"; at a 5 % false discovery rate (Benjamini-Hochberg) {survive} of the "
+                 f"{len(called)} differences stand")
+    return text

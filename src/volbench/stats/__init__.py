@@ -13,6 +13,7 @@ from volbench.stats.compare import (
     Scale,
     Verdict,
     compare,
+    decide,
     is_decided,
     runs_needed,
     verdict_text,
@@ -33,9 +34,15 @@ from volbench.stats.histogram import (
     percentile_from_histogram,
     percentiles_from_histogram,
 )
-from volbench.stats.outliers import modified_z_scores, outliers_mad
+from volbench.stats.outliers import (
+    modified_z_scores,
+    outlier_cutoff,
+    outliers_calibrated,
+    outliers_mad,
+)
 from volbench.stats.ranks import MannWhitney, Spearman, mann_whitney, midranks, spearman
-from volbench.stats.series import Drift, Stall, drift, stalls
+from volbench.stats.sequential import SequentialDesign, Spending
+from volbench.stats.series import Drift, Stall, drift, smallest_drift_p, stalls
 from volbench.stats.summary import Interval, Summary, mean_interval, median_interval, summarize
 from volbench.stats.validation import StatisticsInputError
 from volbench.stats.welch import WelchTest, welch_satterthwaite_df, welch_t_test
@@ -48,7 +55,9 @@ __all__ = [
     "Interval",
     "MannWhitney",
     "Scale",
+    "SequentialDesign",
     "Spearman",
+    "Spending",
     "Stall",
     "StatisticsInputError",
     "Summary",
@@ -56,6 +65,7 @@ __all__ = [
     "WelchTest",
     "binomial_half_cdf",
     "compare",
+    "decide",
     "drift",
     "is_decided",
     "mann_whitney",
@@ -66,11 +76,14 @@ __all__ = [
     "modified_z_scores",
     "normal_quantile",
     "normal_sf",
+    "outlier_cutoff",
+    "outliers_calibrated",
     "outliers_mad",
     "percentile_from_histogram",
     "percentiles_from_histogram",
     "regularized_incomplete_beta",
     "runs_needed",
+    "smallest_drift_p",
     "spearman",
     "stalls",
     "summarize",

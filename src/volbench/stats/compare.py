@@ -30,8 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from volbench.stats.distributions import t_quantile, t_sf
+from volbench.stats.distributions import t_sf
+from volbench.stats.power import RunsRange, runs_to_decide
 from volbench.stats.ranks import mann_whitney
+from volbench.stats.sequential import SequentialDesign
 from volbench.stats.summary import Interval
 from volbench.stats.validation import (
     StatisticsInputError,
@@ -39,7 +41,7 @@ from volbench.stats.validation import (
     finite_sample,
     sample_variance,
 )
-from volbench.stats.welch import WelchTest, welch_t_test
+from volbench.stats.welch import WelchTest, welch_satterthwaite_df, welch_t_test
 
 MIN_RUNS = 3
 DEFAULT_MAX_RUNS = 1000
@@ -90,6 +92,15 @@ class Comparison:
     n_baseline: int
     runs_needed: int | None
     runs_needed_capped: bool = False
+    # The runs per side that would do at the observed spread (runs_needed is at the
+    # spread's upper confidence bound): the low end of the range shown.
+    runs_needed_low: int | None = None
+    # Sequential designs (adaptive repetition): the look this comparison is, of how many,
+    # and the two-sided level its difference test used (ratio_ci is at 1 - that level, a
+    # repeated confidence interval; equivalence_ci at the level of the 2·alpha design).
+    look: int | None = None
+    looks: int | None = None
+    nominal_alpha: float | None = None
 
     @property
     def change_pct(self) -> float:
@@ -140,44 +151,20 @@ def _check_settings(threshold: float, alpha: float, max_runs: int) -> None:
         raise StatisticsInputError(f"max_runs must be at least {MIN_RUNS}, got {max_runs}")
 
 
-def _decides(
-    n: int, difference: float, var_c: float, var_b: float, band: tuple[float, float], alpha: float
-) -> bool:
-    """Would n runs per side decide, if the effect and spreads stayed as observed?"""
-    se = math.sqrt((var_c + var_b) / n)
-    if se == 0.0:
-        return True
-    # Welch-Satterthwaite df for n values per side.
-    df = (n - 1) * (var_c + var_b) ** 2 / (var_c * var_c + var_b * var_b)
-    equivalence_half = t_quantile(1.0 - alpha, df) * se
-    if band[0] < difference - equivalence_half and difference + equivalence_half < band[1]:
-        return True
-    return abs(difference) > t_quantile(1.0 - alpha / 2.0, df) * se
-
-
-def _runs_to_decide(effect: _Effect, alpha: float, max_runs: int) -> int | None:
-    """Smallest n per side (2..max_runs) that `_decides`, or None if even max_runs does not.
-
-    Both the interval half-width and the t quantile shrink as n grows, so `_decides` is
-    monotone in n and a bisection finds the boundary.
-    """
-    difference = fmean(effect.candidate) - fmean(effect.baseline)
+def _runs_range(
+    effect: _Effect, alpha: float, design: SequentialDesign | None, start: int, max_runs: int
+) -> RunsRange:
+    """Runs per side that decide with 80 % power whatever the true difference, at the
+    observed spread and at its upper 80 % confidence bound (volbench.stats.power)."""
     var_c = sample_variance(effect.candidate)
     var_b = sample_variance(effect.baseline)
+    df = welch_satterthwaite_df(var_c, len(effect.candidate), var_b, len(effect.baseline))
 
-    def decides(n: int) -> bool:
-        return _decides(n, difference, var_c, var_b, effect.band, alpha)
+    def levels(n: int) -> tuple[float, float]:
+        found = _levels(alpha, design, n)
+        return found.difference, found.equivalence
 
-    if not decides(max_runs):
-        return None
-    low, high = 1, max_runs  # decides(high) holds; low is "not known to decide"
-    while high - low > 1:
-        middle = (low + high) // 2
-        if decides(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    return runs_to_decide(var_c, var_b, effect.band, df, levels, start=start, cap=max_runs)
 
 
 def runs_needed(
@@ -188,20 +175,17 @@ def runs_needed(
     alpha: float = 0.05,
     max_runs: int = DEFAULT_MAX_RUNS,
 ) -> int:
-    """Estimated runs per side at which the comparison would be decided.
-
-    Projects the observed effect and spreads to n runs per side and returns the smallest n
-    at which the 90 % interval fits inside the equivalence band or the 95 % interval
-    excludes 1, whichever comes first. It is an estimate: the spread estimated from few
-    runs is itself uncertain. Returns MIN_RUNS when a side has fewer than 2 values and
-    `max_runs` when even that many would not decide.
+    """Runs per side at which the comparison is decided with 80 % power, whatever the
+    true difference, at the upper 80 % confidence bound of the spread
+    (volbench.stats.power). Returns MIN_RUNS when a side has fewer than 2 values and
+    `max_runs` when even that many would not do.
     """
     c = finite_sample(candidate, "candidate")
     b = finite_sample(baseline, "baseline")
     _check_settings(threshold, alpha, max_runs)
     if min(len(c), len(b)) < 2:
         return MIN_RUNS
-    needed = _runs_to_decide(_effect(c, b, threshold), alpha, max_runs)
+    needed = _runs_range(_effect(c, b, threshold), alpha, None, MIN_RUNS, max_runs).high
     return max_runs if needed is None else max(needed, MIN_RUNS)
 
 
@@ -213,13 +197,27 @@ def _tost_p(welch: WelchTest, band: tuple[float, float]) -> float:
     return max(t_sf((d - band[0]) / se, welch.df), t_sf((band[1] - d) / se, welch.df))
 
 
+@dataclass(frozen=True)
+class _Levels:
+    """Two-sided levels of the difference test and of the equivalence interval."""
+
+    difference: float
+    equivalence: float
+
+
+def _levels(alpha: float, design: SequentialDesign | None, n: int) -> _Levels:
+    if design is None:
+        return _Levels(alpha, 2.0 * alpha)
+    return _Levels(design.nominal_alpha(n, alpha), design.nominal_alpha(n, 2.0 * alpha))
+
+
 def _classify(
-    welch: WelchTest, effect: _Effect, alpha: float, higher_is_better: bool
+    welch: WelchTest, effect: _Effect, levels: _Levels, higher_is_better: bool
 ) -> tuple[Verdict, bool]:
     """Apply the rule order (equivalence, then significance) on the test's own scale."""
-    low, high = welch.interval(1.0 - alpha)
+    low, high = welch.interval(1.0 - levels.difference)
     significant = low > 0.0 or high < 0.0
-    equivalence_low, equivalence_high = welch.interval(1.0 - 2.0 * alpha)
+    equivalence_low, equivalence_high = welch.interval(1.0 - levels.equivalence)
     if effect.band[0] < equivalence_low and equivalence_high < effect.band[1]:
         return Verdict.EQUIVALENT, significant
     if significant:
@@ -236,31 +234,43 @@ def compare(
     threshold: float = 0.02,
     alpha: float = 0.05,
     max_runs: int = DEFAULT_MAX_RUNS,
+    design: SequentialDesign | None = None,
 ) -> Comparison:
-    """Compare two samples of one metric; see the module docstring for the method."""
+    """Compare two samples of one metric; see the module docstring for the method.
+
+    With a `design` (adaptive repetition) the comparison is one look of a group-sequential
+    design (volbench.stats.sequential): the look is set by the smaller side's runs, and
+    both the verdict and the intervals use that look's nominal levels, so the overall
+    error rates stay at alpha however many looks were taken.
+    """
     c = finite_sample(candidate, "candidate")
     b = finite_sample(baseline, "baseline")
     _check_settings(threshold, alpha, max_runs)
     effect = _effect(c, b, threshold)
     fewest = min(len(c), len(b))
+    levels = _levels(alpha, design, fewest)
     welch = welch_t_test(effect.candidate, effect.baseline) if fewest >= 2 else None
     verdict, significant = Verdict.INCONCLUSIVE, False
     runs: int | None = MIN_RUNS
+    runs_low: int | None = None
     capped = False
     if welch is not None:
-        verdict, significant = _classify(welch, effect, alpha, higher_is_better)
+        verdict, significant = _classify(welch, effect, levels, higher_is_better)
         runs = None
         if verdict is Verdict.INCONCLUSIVE:
-            estimate = _runs_to_decide(effect, alpha, max_runs)
-            capped = estimate is None
-            runs = max_runs if estimate is None else max(estimate, fewest + 1)
+            estimate = _runs_range(effect, alpha, design, fewest + 1, max_runs)
+            capped = estimate.high is None
+            runs = max_runs if estimate.high is None else estimate.high
+            runs_low = None if estimate.low is None else estimate.low
     point = fmean(effect.candidate) - fmean(effect.baseline)
     return Comparison(
         verdict=verdict,
         higher_is_better=higher_is_better,
         ratio=effect.to_ratio(point),
-        ratio_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - alpha),
-        equivalence_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - 2 * alpha),
+        ratio_ci=None if welch is None else effect.ratio_interval(welch, 1.0 - levels.difference),
+        equivalence_ci=(
+            None if welch is None else effect.ratio_interval(welch, 1.0 - levels.equivalence)
+        ),
         p_value=None if welch is None else welch.p_value,
         equivalence_p_value=None if welch is None else _tost_p(welch, effect.band),
         mann_whitney_p=mann_whitney(c, b).p_value,
@@ -273,7 +283,37 @@ def compare(
         n_baseline=len(b),
         runs_needed=runs,
         runs_needed_capped=capped,
+        runs_needed_low=runs_low,
+        look=None if design is None else design.look(fewest),
+        looks=None if design is None else design.looks,
+        nominal_alpha=None if design is None else levels.difference,
     )
+
+
+def decide(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    threshold: float = 0.02,
+    alpha: float = 0.05,
+    design: SequentialDesign | None = None,
+) -> Verdict:
+    """The verdict `compare` would give, without its advice and second opinions.
+
+    Adaptive repetition asks this after every round for every metric, and the calibration
+    simulations ask it millions of times: the Mann-Whitney p and the runs-needed search
+    are what makes `compare` slow, and the verdict needs neither.
+    """
+    c = finite_sample(candidate, "candidate")
+    b = finite_sample(baseline, "baseline")
+    _check_settings(threshold, alpha, DEFAULT_MAX_RUNS)
+    fewest = min(len(c), len(b))
+    if fewest < 2:
+        return Verdict.INCONCLUSIVE
+    effect = _effect(c, b, threshold)
+    welch = welch_t_test(effect.candidate, effect.baseline)
+    return _classify(welch, effect, _levels(alpha, design, fewest), higher_is_better)[0]
 
 
 def is_decided(comparison: Comparison) -> bool:
@@ -300,7 +340,14 @@ def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
         runs = c.runs_needed if c.runs_needed is not None else MIN_RUNS
         if c.runs_needed_capped:
             return f"{prefix}inconclusive — more than {runs} runs per side needed"
-        more = max(1, runs - min(c.n_candidate, c.n_baseline))
+        fewest = min(c.n_candidate, c.n_baseline)
+        more = max(1, runs - fewest)
+        low = c.runs_needed_low
+        if low is not None and low < runs:
+            return (
+                f"{prefix}inconclusive — {max(1, low - fewest)}–{more} more runs needed "
+                f"({low}–{runs} per side)"
+            )
         plural = "run" if more == 1 else "runs"
         return f"{prefix}inconclusive — about {more} more {plural} needed ({runs} per side)"
     if c.ratio_ci is None:  # only hand-built Comparisons get here

@@ -101,7 +101,7 @@ def t_two_sided_p(t: float, df: float) -> float:
     if math.isinf(t):
         return 0.0
     if math.isinf(df):
-        return min(1.0, 2.0 * _STANDARD_NORMAL.cdf(-abs(t)))
+        return min(1.0, 2.0 * normal_sf(abs(t)))
     t2 = t * t
     return min(1.0, _incomplete_beta(df / (df + t2), t2 / (df + t2), df / 2.0, 0.5))
 
@@ -170,8 +170,12 @@ def normal_quantile(p: float) -> float:
 
 
 def normal_sf(z: float) -> float:
-    """Upper tail P(Z > z) of the standard normal distribution."""
-    return _STANDARD_NORMAL.cdf(-z)
+    """Upper tail P(Z > z) of the standard normal distribution.
+
+    Through erfc, not 1 - erf: erf(z) rounds to 1 in the far tail (z = 9 lost every digit),
+    erfc keeps full relative precision there.
+    """
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
 def binomial_half_cdf(k: int, n: int) -> float:
@@ -183,3 +187,63 @@ def binomial_half_cdf(k: int, n: int) -> float:
     if k >= n:
         return 1.0
     return _incomplete_beta(0.5, 0.5, float(n - k), float(k + 1))
+
+
+def _gamma_series(a: float, x: float) -> float:
+    """P(a, x) by its power series (converges fast for x < a + 1)."""
+    term = total = 1.0 / a
+    denominator = a
+    for _ in range(_CF_MAX_TERMS):
+        denominator += 1.0
+        term *= x / denominator
+        total += term
+        if abs(term) < abs(total) * _CF_EPS:
+            break
+    return total * math.exp(-x + a * math.log(x) - math.lgamma(a))
+
+
+def _gamma_fraction(a: float, x: float) -> float:
+    """Q(a, x) = 1 - P(a, x) by its continued fraction (x >= a + 1), modified Lentz."""
+    b = x + 1.0 - a
+    c = 1.0 / _TINY
+    d = 1.0 / b
+    h = d
+    for i in range(1, _CF_MAX_TERMS):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        c = b + an / c
+        c = c if abs(c) > _TINY else _TINY
+        h *= d * c
+        if abs(d * c - 1.0) < _CF_EPS:
+            break
+    return h * math.exp(-x + a * math.log(x) - math.lgamma(a))
+
+
+def chi2_cdf(x: float, df: float) -> float:
+    """P(X <= x) for a chi-square with `df` (possibly fractional) degrees of freedom:
+    the regularized lower incomplete gamma P(df/2, x/2) (Numerical Recipes §6.2)."""
+    _check_df(df)
+    if x <= 0.0:
+        return 0.0
+    a, half = df / 2.0, x / 2.0
+    return _gamma_series(a, half) if half < a + 1.0 else 1.0 - _gamma_fraction(a, half)
+
+
+def chi2_quantile(p: float, df: float) -> float:
+    """The x with P(X <= x) = p, by bisection on chi2_cdf (monotone)."""
+    check_probability(p, "probability")
+    _check_df(df)
+    low, high = 0.0, max(1.0, df)
+    while chi2_cdf(high, df) < p:
+        high *= 2.0
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if chi2_cdf(middle, df) < p:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2.0

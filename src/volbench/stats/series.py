@@ -17,7 +17,10 @@ class Drift:
     `rho` is Spearman's rank correlation of value with run index and `p_value` its
     two-sided p; `change` is (mean of the second half - mean of the first half) / |mean of
     the first half| (None when that mean is 0), the middle run left out when n is odd.
-    `flagged` is p_value < alpha and |change| > threshold.
+    `flagged` is p_value < alpha and |change| > threshold. `testable` is False when even
+    a perfectly monotone series of these values could not reach p < alpha (3 runs: the
+    smallest exact p is 1/3; 4 runs: 1/12): then "not flagged" means "not tested".
+    Identical values are testable: nothing drifted.
     """
 
     n: int
@@ -25,6 +28,9 @@ class Drift:
     p_value: float
     change: float | None
     flagged: bool
+    testable: bool = True
+    # The smallest p-value any order of these values could give.
+    smallest_p: float = 0.0
 
 
 def drift(
@@ -49,7 +55,18 @@ def drift(
         second = statistics.fmean(sample[(n + 1) // 2 :])
         change = (second - first) / abs(first) if first != 0.0 else None
     flagged = correlation.p_value < alpha and change is not None and abs(change) > threshold
-    return Drift(n, correlation.rho, correlation.p_value, change, flagged)
+    smallest = smallest_drift_p(sample)
+    # Identical values cannot have drifted: that is known without a test.
+    testable = smallest < alpha or len(set(sample)) == 1
+    return Drift(n, correlation.rho, correlation.p_value, change, flagged, testable, smallest)
+
+
+def smallest_drift_p(values: Sequence[float]) -> float:
+    """The p-value of the most extreme order of these values (sorted): no series of them
+    can show a trend more significant than this."""
+    if len(values) < 2 or len(set(values)) == 1:
+        return 1.0
+    return spearman([float(i) for i in range(len(values))], sorted(values)).p_value
 
 
 @dataclass(frozen=True)

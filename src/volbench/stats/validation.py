@@ -57,5 +57,9 @@ def sample_variance(values: Sequence[float]) -> float:
     n = len(values)
     if n < 2:
         raise StatisticsInputError("the variance needs at least two values")
+    if min(values) == max(values):
+        # fsum(values) / n need not equal the value itself (3 x 0.1), which left
+        # identical runs with a variance of 1e-33 instead of an interval [mean, mean].
+        return 0.0
     mean = math.fsum(values) / n
     return math.fsum((v - mean) ** 2 for v in values) / (n - 1)
