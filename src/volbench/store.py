@@ -37,11 +37,15 @@ SCHEMA_VERSION = schema.VERSION
 
 
 class Store:
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        if not create and not path.exists():
+    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
+        """`read_only`: never write to the file (reports); implies not creating it."""
+        if (read_only or not create) and not path.exists():
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")
         self.path = path
+        if read_only:
+            self.db = _read_only(path)
+            return
         try:
             self.db = sqlite3.connect(path, timeout=30)
         except sqlite3.Error as exc:
@@ -54,8 +58,7 @@ class Store:
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise StoreError(f"{path} is not a volbench database: {exc}; check the path "
-                             "(--db)") from exc
+            raise StoreError(database_problem(path, exc)) from exc
         schema.migrate(self.db, path)
 
     def close(self) -> None:
@@ -321,6 +324,38 @@ class Store:
                 f" ON r.id = o.run_id WHERE r.experiment_id IN ({marks})", ids):
             out.setdefault(run_id, {})[name] = zlib.decompress(content).decode(errors="replace")
         return out
+
+
+def database_problem(path: Path | None, exc: sqlite3.DatabaseError) -> str:
+    """One line for an SQLite error, naming the database and the fix."""
+    name = str(path) if path is not None else "the results database"
+    detail = str(exc)
+    if "readonly" in detail or "read-only" in detail:
+        return (f"cannot write to {name} ({detail}); make it writable or point --db at "
+                "another file")
+    if "locked" in detail or "busy" in detail:
+        return f"{name} is busy ({detail}); wait for the other volbench to finish"
+    if "not a database" in detail:
+        return f"{name} is not a volbench database ({detail}); check the path (--db)"
+    return (f"{name} is damaged ({detail}); restore it from a copy, or see what is wrong "
+            f"with: sqlite3 {name} 'PRAGMA integrity_check'")
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot change the file. A database of an older schema is
+    upgraded in a copy in memory, so reading it leaves the file as it was."""
+    try:
+        db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30)
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(database_problem(path, exc)) from exc
+    if version < SCHEMA_VERSION:
+        memory = sqlite3.connect(":memory:")
+        db.backup(memory)
+        db.close()
+        db = memory
+    schema.migrate(db, path)
+    return db
 
 
 def _experiment(row: tuple[Any, ...]) -> ExperimentRow:
