@@ -101,6 +101,19 @@ def test_relative_paths_are_taken_from_the_experiment_files_folder(
     assert exp.targets[0].path == tmp_path / "data"  # type: ignore[attr-defined]
 
 
+def test_a_copy_of_the_file_can_keep_the_originals_folder(tmp_path: Path) -> None:
+    """`lab run` runs a copy in a shared folder; relative paths still mean the original's."""
+    (tmp_path / "orig").mkdir()
+    (tmp_path / "orig" / "job.fio").write_text("[j]\nrw=read\n")
+    (tmp_path / "copy").mkdir()
+    text = DIR + "workloads: [{name: w, tool: fio, jobfile: job.fio}]\n"
+    (tmp_path / "copy" / "e.yaml").write_text(text)
+    exp = load(tmp_path / "copy" / "e.yaml", tmp_path / "orig")
+    assert exp.workloads[0].jobfile == tmp_path / "orig" / "job.fio"  # type: ignore[attr-defined]
+    with pytest.raises(ExperimentError, match="is not a readable file"):
+        load(tmp_path / "copy" / "e.yaml")
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     ("repeat: 100000000", "repeat: must be at most 1000, got 100000000"),
     ("repeat: {min: 3, max: 5000}", "repeat.max: must be at most 1000, got 5000"),

@@ -48,14 +48,15 @@ def repetitions(text: str) -> int:
     return n
 
 
-def _load(file: Path | None) -> tuple[experiment.Experiment, str | None]:
+def _load(file: Path | None, paths_from: Path | None = None
+          ) -> tuple[experiment.Experiment, str | None]:
     if file is None:
         return default_experiment()
-    return experiment.load(file), None
+    return experiment.load(file, paths_from), None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    exp, note = _load(args.file)
+    exp, note = _load(args.file, args.paths_from)
     if note:
         print(f"note: {note}", file=sys.stderr)
     outcome = run_experiment(exp, db=args.db, resume=args.resume, repetitions=args.runs,
@@ -330,6 +331,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--runs", type=repetitions, metavar="N",
                      help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no progress output")
+    # `lab run` runs a copy of the file; its relative paths still mean the original folder.
+    run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
     plan.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
     plan.add_argument("--runs", type=repetitions, metavar="N",

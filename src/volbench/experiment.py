@@ -135,7 +135,9 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def load(path: Path) -> Experiment:
+def load(path: Path, base: Path | None = None) -> Experiment:
+    """The experiment in file `path`; its relative paths are taken from `base` (default:
+    the file's folder)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -149,7 +151,7 @@ def load(path: Path) -> Experiment:
                                        f"0x{data[exc.start]:02x} at offset {exc.start})",
                                        "an experiment file is YAML text saved as UTF-8")],
                               str(path)) from None
-    return parse_text(text, str(path), base=path.absolute().parent)
+    return parse_text(text, str(path), base=base or path.absolute().parent)
 
 
 def parse_text(text: str, source: str = "experiment", base: Path | None = None) -> Experiment:
