@@ -101,6 +101,19 @@ def test_relative_paths_are_taken_from_the_experiment_files_folder(
     assert exp.targets[0].path == tmp_path / "data"  # type: ignore[attr-defined]
 
 
+def test_fio_jobfile_and_pgbench_script_are_taken_from_the_files_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "job.fio").write_text("[j]\nrw=read\n")
+    (tmp_path / "tx.sql").write_text("SELECT 1;\n")
+    exp_file = tmp_path / "e.yaml"
+    exp_file.write_text(DIR + "workloads: [{name: f, tool: fio, jobfile: job.fio},\n"
+                        "            {name: p, tool: pgbench, script: tx.sql}]\n")
+    monkeypatch.chdir("/")
+    exp = load(exp_file)
+    assert exp.workloads[0].jobfile == tmp_path / "job.fio"  # type: ignore[attr-defined]
+    assert exp.workloads[1].matrix["script"] == (str(tmp_path / "tx.sql"),)
+
+
 def test_a_copy_of_the_file_can_keep_the_originals_folder(tmp_path: Path) -> None:
     """`lab run` runs a copy in a shared folder; relative paths still mean the original's."""
     (tmp_path / "orig").mkdir()
