@@ -66,6 +66,20 @@ def test_import_refuses_nan_and_infinity_naming_file_and_field(
         assert store.experiments() == []
 
 
+@pytest.mark.parametrize("value", ["inf", "nan", "9" * 400])
+def test_the_bonnie_importer_refuses_non_finite_values_too(
+        value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "b.csv"
+    path.write_text((DATA / "bonnie++/2.00a/csv-s64m-n1.stdout").read_text()
+                    .replace(",2709,99,", f",{value},99,"))
+    code, err = run_cli(capsys, "import", "--tool", "bonnie++", "--target", "t", "--db",
+                        str(tmp_path / "i.db"), str(path))
+    shown = "nan" if value == "nan" else "inf"
+    assert (code, err) == (1, [f"volbench: cannot read bonnie++ output from {path}: bw "
+                               f"(test=putc, cpu_bound=yes): {shown} is not a finite number; "
+                               "fix or remove that value, or leave the file out"])
+
+
 def test_import_of_a_400_digit_number_is_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "big.json"
