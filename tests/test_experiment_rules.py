@@ -45,6 +45,13 @@ def test_the_longest_allowed_name_is_accepted() -> None:
     assert exp.targets[0].name == name
 
 
+@pytest.mark.parametrize("name", ["..", "a b", "x" * 65])
+def test_host_names_follow_the_same_rule(name: str) -> None:
+    found = problems(DIR + FIO + f"hosts: [{{name: '{name}'}}]\n")
+    assert len(found) == 1 and found[0].startswith("hosts[0].name: ")
+    assert found[0].endswith("(rename it, e.g. client-1)")
+
+
 @pytest.mark.parametrize("name", ["../x", "a/b", "/etc"])
 def test_an_experiment_name_cannot_leave_the_work_directory(name: str) -> None:
     assert problems(f"name: '{name}'\n" + DIR + FIO) == [
