@@ -243,6 +243,19 @@ def test_a_read_only_database_is_one_line(results: Path, shared_dir: Path) -> No
     done = as_nobody("report", "--db", str(db), "--list")
     assert (done.returncode, done.stderr) == (0, "")
     assert "import:t" in done.stdout
+    # A WAL database in a folder the user may not write (no shared-memory file possible).
+    closed = shared_dir / "closed"
+    closed.mkdir(mode=0o755)
+    wal = closed / "r.db"
+    wal.write_bytes(results.read_bytes())
+    con = sqlite3.connect(wal)
+    assert con.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+    con.close()
+    before = fingerprint(wal)
+    done = as_nobody("report", "--db", str(wal), "--list")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "import:t" in done.stdout
+    assert fingerprint(wal) == before
 
 
 # -- experiment files through the CLI --------------------------------------------------------

@@ -341,14 +341,28 @@ def database_problem(path: Path | None, exc: sqlite3.DatabaseError) -> str:
             f"with: sqlite3 {name} 'PRAGMA integrity_check'")
 
 
+def _connect_read_only(path: Path, query: str) -> tuple[sqlite3.Connection, int]:
+    db = sqlite3.connect(path.absolute().as_uri() + query, uri=True, timeout=30)
+    try:
+        return db, int(db.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+
+
 def _read_only(path: Path) -> sqlite3.Connection:
     """A connection that cannot change the file. A database of an older schema is
     upgraded in a copy in memory, so reading it leaves the file as it was."""
     try:
-        db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30)
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        db, version = _connect_read_only(path, "?mode=ro")
     except sqlite3.DatabaseError as exc:
-        raise StoreError(database_problem(path, exc)) from exc
+        try:
+            # A WAL database in a folder this user cannot write: SQLite cannot create the
+            # shared-memory file readers need. Read the file as it is instead (what a
+            # writer has not checkpointed into it yet is not seen).
+            db, version = _connect_read_only(path, "?mode=ro&immutable=1")
+        except sqlite3.DatabaseError:
+            raise StoreError(database_problem(path, exc)) from exc
     if version < SCHEMA_VERSION:
         memory = sqlite3.connect(":memory:")
         db.backup(memory)
