@@ -208,3 +208,19 @@ def test_a_binary_file_is_one_problem(tmp_path: Path) -> None:
     assert [str(p) for p in info.value.problems] == [
         "line 2: not UTF-8 text (byte 0xff at offset 14) (an experiment file is YAML text "
         "saved as UTF-8)"]
+
+
+def test_aliases_of_aliases_are_refused_before_they_expand() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    started = time.monotonic()
+    assert problems("\n".join(lines) + "\n") == [
+        "(YAML): expands to more than 100000 values (use fewer aliases (*name) of aliases)"]
+    assert time.monotonic() - started < 5
+
+
+def test_a_file_that_never_ends_is_refused() -> None:
+    with pytest.raises(ExperimentError) as info:
+        load(Path("/dev/zero"))
+    assert [str(p) for p in info.value.problems] == [
+        "/dev/zero: larger than 10 MiB (is this an experiment file?)"]

@@ -129,6 +129,11 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 # Deeper than any experiment file is; PyYAML composes nodes recursively, so a document
 # nested thousands deep would otherwise end in a RecursionError.
 MAX_DEPTH = 64
+# Values once aliases are expanded: "a billion laughs" (aliases of aliases) would
+# otherwise take all memory when the document is hashed. Real files hold hundreds.
+MAX_VALUES = 100_000
+# Larger than any experiment file; `volbench plan /dev/zero` must not read for ever.
+MAX_FILE_BYTES = 10 * 1024**2
 
 
 def load_yaml(text: str) -> Any:
@@ -139,10 +144,14 @@ def load(path: Path, base: Path | None = None) -> Experiment:
     """The experiment in file `path`; its relative paths are taken from `base` (default:
     the file's folder)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ExperimentError([Problem(str(path), f"cannot read the file: {exc.strerror}",
                                        "check the path")], str(path)) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise ExperimentError([Problem(str(path), f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
+                                       "is this an experiment file?")], str(path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -169,6 +178,7 @@ def parse_text(text: str, source: str = "experiment", base: Path | None = None) 
         detail = getattr(exc, "problem", None) or str(exc)
         raise ExperimentError([Problem(where, f"not valid YAML: {detail}",
                                        "check indentation and quoting there")], source) from exc
+    _count_values(document, source)
     return parse_document(document, source, base)
 
 
@@ -185,6 +195,23 @@ def _nesting_checked(text: str) -> Any:
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
     return load_yaml(text)
+
+
+def _count_values(document: Any, source: str) -> None:
+    """Refuse a document that aliases expand beyond MAX_VALUES values (walked without
+    expanding, and stopped at the limit)."""
+    todo, seen = [document], 0
+    while todo:
+        node = todo.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ExperimentError([Problem("(YAML)", f"expands to more than {MAX_VALUES} "
+                                           "values", "use fewer aliases (*name) of aliases")],
+                                  source)
+        if isinstance(node, dict):
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
 
 
 def parse_document(document: Any, source: str = "experiment",
