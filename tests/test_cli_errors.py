@@ -324,3 +324,10 @@ def test_an_unexpected_exception_is_one_line_and_a_saved_traceback(
     text = saved[0].read_text()
     assert "command: volbench doctor" in text
     assert "Traceback (most recent call last)" in text and "in broken" in text
+
+
+def test_import_of_a_file_that_never_ends_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "import", "--tool", "dd", "--target", "t", "--db",
+                   str(tmp_path / "i.db"), "/dev/zero") == (
+        1, ["volbench: /dev/zero is larger than 256 MiB; is this dd output?"])

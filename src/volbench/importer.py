@@ -22,6 +22,10 @@ from volbench.store import Store
 from volbench.workloads import bonnie, dd, fio, hdparm, pgbench_parse
 from volbench.workloads.shape import SHAPE_ERRORS, shape_message
 
+# Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
+# must not read for ever.
+MAX_FILE_BYTES = 256 * 1024**2
+
 
 @dataclass(frozen=True)
 class Imported:
@@ -131,9 +135,14 @@ def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
     results: list[tuple[Path, str, Imported]] = []
     for path in files:
         try:
-            text = path.read_text(errors="replace")
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise VolbenchError(f"cannot read {path}: {exc.strerror}") from exc
+        if len(data) > MAX_FILE_BYTES:
+            raise VolbenchError(f"{path} is larger than {MAX_FILE_BYTES // 1024**2} MiB; is "
+                                f"this {tool} output?")
+        text = data.decode(errors="replace")
         results.append((path, text, read_output(tool, text, str(path))))
     document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
                                                        "files": [str(p) for p in files]}}
