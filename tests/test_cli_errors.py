@@ -331,3 +331,18 @@ def test_import_of_a_file_that_never_ends_is_one_line(
     assert run_cli(capsys, "import", "--tool", "dd", "--target", "t", "--db",
                    str(tmp_path / "i.db"), "/dev/zero") == (
         1, ["volbench: /dev/zero is larger than 256 MiB; is this dd output?"])
+
+
+def test_a_histogram_count_with_400_digits_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the property test: an exact integer too large for a float."""
+    data = json.loads((DATA / "fio/3.33/randread-4k-qd16-jsonplus.json").read_text())
+    bins = data["jobs"][0]["read"]["clat_ns"]["bins"]
+    bins[next(iter(bins))] = 10**400
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(data))
+    code, err = run_cli(capsys, "import", "--tool", "fio", "--target", "t", "--db",
+                        str(tmp_path / "i.db"), str(path))
+    assert code == 1 and len(err) == 1
+    assert err[0].endswith("histogram: a 401-digit number is larger than any real "
+                           "measurement; fix or remove that value, or leave the file out")

@@ -23,6 +23,9 @@ def value_problem(value: float | None) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{value!r} is not a number"
+    if isinstance(value, int):  # exact, and may be too large for a float
+        return None if abs(value) <= MAX_VALUE else (
+            f"a {len(str(abs(value)))}-digit number is larger than any real measurement")
     if not math.isfinite(value):
         return f"{value} is not a finite number"
     # Negative values are not refused: some are real (macro.py's "other" time when
