@@ -224,3 +224,9 @@ def test_a_file_that_never_ends_is_refused() -> None:
         load(Path("/dev/zero"))
     assert [str(p) for p in info.value.problems] == [
         "/dev/zero: larger than 10 MiB (is this an experiment file?)"]
+
+
+def test_a_lab_disk_count_of_zero_is_a_problem_not_a_crash() -> None:
+    """Found by the property test (max() of no disk names)."""
+    found = problems(DIR + FIO + "lab: {disks: [{name: d, count: 0}]}\n")
+    assert "lab.disks[0].count: must be at least 1, got 0" in found
