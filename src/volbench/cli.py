@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from volbench import __version__, doctor, experiment, kinds, report, svgpng, targets
+from volbench import (
+    __version__,
+    crashreport,
+    doctor,
+    experiment,
+    fieldrules,
+    kinds,
+    report,
+    svgpng,
+    targets,
+)
 from volbench.defaults import default_experiment
 from volbench.errors import Interrupted, VolbenchError
 from volbench.importer import IMPORTERS, import_files
@@ -16,7 +27,7 @@ from volbench.plan import make_plan
 from volbench.proc import command_line
 from volbench.progressbar import TerminalProgress
 from volbench.runner import preflight, run_experiment
-from volbench.store import Store
+from volbench.store import Store, database_problem
 from volbench.units import format_duration, format_size
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import RunContext
@@ -24,16 +35,29 @@ from volbench.workloads.base import RunContext
 DEFAULT_DB = Path("volbench.db")
 EXIT_RUNS_FAILED = 3
 EXIT_INTERRUPTED = 130
+EXIT_BUG = 70  # EX_SOFTWARE: an internal error, see crashreport
 
 
-def _load(file: Path | None) -> tuple[experiment.Experiment, str | None]:
+def repetitions(text: str) -> int:
+    """--runs N: the same bounds as repeat: in an experiment file."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= n <= fieldrules.MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be 1 to {fieldrules.MAX_REPEAT}, got {n}")
+    return n
+
+
+def _load(file: Path | None, paths_from: Path | None = None
+          ) -> tuple[experiment.Experiment, str | None]:
     if file is None:
         return default_experiment()
-    return experiment.load(file), None
+    return experiment.load(file, paths_from), None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    exp, note = _load(args.file)
+    exp, note = _load(args.file, args.paths_from)
     if note:
         print(f"note: {note}", file=sys.stderr)
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
@@ -117,7 +141,7 @@ def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.png and args.charts is None:
         raise VolbenchError("--png needs --charts DIR (the directory the chart files go to)")
-    with Store(args.db, create=False) as store:
+    with Store(args.db, read_only=True) as store:
         if args.list:
             for row in store.experiments():
                 print(f"{row.id:4d}  {row.name:<24} {row.status:<12} "
@@ -155,7 +179,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
     sides = []
     for path, wanted in ((args.a, args.experiment_a), (args.b, args.experiment_b)):
-        with Store(path, create=False) as store:
+        with Store(path, read_only=True) as store:
             sides.append(_report_for(store, _experiment_ids(store, wanted), options))
     result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
     text = setcompare.render(result, args.format, options.metrics)
@@ -164,6 +188,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    for option, name in (("--target", args.target), ("--workload", args.workload)):
+        if name is not None and (why := fieldrules.name_problem(name)) is not None:
+            raise VolbenchError(f"{option} {why}; name it like xfs-1disk")
     with Store(args.db) as store:
         exp_id, n = import_files(store, args.tool, args.target, args.files, args.workload)
     print(f"imported {n} run(s) of {args.tool} as target {args.target} "
@@ -280,7 +307,8 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
     run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
                      "the runs that failed or timed out")
-    run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    run.add_argument("--runs", type=repetitions, metavar="N",
+                     help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no live console output")
     run.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds "
                      "(default: lab: timeout)")
@@ -318,11 +346,15 @@ def parser() -> argparse.ArgumentParser:
                      "the runs that failed or timed out")
     run.add_argument("--take-over", action="store_true", help="resume even though another "
                      "host's volbench holds the experiment (it is gone for good)")
-    run.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    run.add_argument("--runs", type=repetitions, metavar="N",
+                     help="repetitions (overrides repeat:)")
     run.add_argument("--quiet", action="store_true", help="no progress output")
+    # `lab run` runs a copy of the file; its relative paths still mean the original folder.
+    run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
     plan.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
-    plan.add_argument("--runs", type=int, metavar="N", help="repetitions (overrides repeat:)")
+    plan.add_argument("--runs", type=repetitions, metavar="N",
+                      help="repetitions (overrides repeat:)")
     rep = add("report", cmd_report, "report stored results")
     rep.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
     rep.add_argument("--format", choices=sorted(report.EXPORTERS),
@@ -380,6 +412,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # traceback. Point stdout at /dev/null so the flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except sqlite3.DatabaseError as exc:  # damaged, read-only or locked --db
+        print(f"volbench: {database_problem(getattr(args, 'db', None), exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the last resort: anything else is a bug
+        print(f"volbench: {crashreport.save(exc, argv)}", file=sys.stderr)
+        return EXIT_BUG
     return code
 
 

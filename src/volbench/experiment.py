@@ -16,6 +16,7 @@ Shape (YAML):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from volbench import fieldrules
 from volbench.disks import shared_device_problems
 from volbench.errors import ExperimentError, Problem
 from volbench.fields import Reader, did_you_mean
@@ -106,35 +108,120 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
                               list("tTfF"))
 
 
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping names one key twice; YAML would silently keep the last value."""
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False
+                       ) -> dict[Any, Any]:
+    seen: dict[tuple[str, str], int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+            continue  # a `<<:` merge may be overridden on purpose
+        key = (key_node.tag, key_node.value)
+        if key in seen:
+            raise DuplicateKey(problem=f"duplicate key '{key_node.value}' (first on line "
+                               f"{seen[key]})", problem_mark=key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# Deeper than any experiment file is; PyYAML composes nodes recursively, so a document
+# nested thousands deep would otherwise end in a RecursionError.
+MAX_DEPTH = 64
+# Values once aliases are expanded: "a billion laughs" (aliases of aliases) would
+# otherwise take all memory when the document is hashed. Real files hold hundreds.
+MAX_VALUES = 100_000
+# Larger than any experiment file; `volbench plan /dev/zero` must not read for ever.
+MAX_FILE_BYTES = 10 * 1024**2
+
+
 def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def load(path: Path) -> Experiment:
+def load(path: Path, base: Path | None = None) -> Experiment:
+    """The experiment in file `path`; its relative paths are taken from `base` (default:
+    the file's folder)."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ExperimentError([Problem(str(path), f"cannot read the file: {exc.strerror}",
                                        "check the path")], str(path)) from exc
-    return parse_text(text, str(path))
-
-
-def parse_text(text: str, source: str = "experiment") -> Experiment:
+    if len(data) > MAX_FILE_BYTES:
+        raise ExperimentError([Problem(str(path), f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
+                                       "is this an experiment file?")], str(path))
     try:
-        document = load_yaml(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ExperimentError([Problem(f"line {line}", f"not UTF-8 text (byte "
+                                       f"0x{data[exc.start]:02x} at offset {exc.start})",
+                                       "an experiment file is YAML text saved as UTF-8")],
+                              str(path)) from None
+    return parse_text(text, str(path), base=base or path.absolute().parent)
+
+
+def parse_text(text: str, source: str = "experiment", base: Path | None = None) -> Experiment:
+    """`base`: the folder relative paths in the file are taken from (default: the current
+    directory)."""
+    try:
+        document = _nesting_checked(text)
+    except DuplicateKey as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 0
+        raise ExperimentError([Problem(f"line {line}", str(exc.problem),
+                                       "keep one of them")], source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(YAML)"
         detail = getattr(exc, "problem", None) or str(exc)
         raise ExperimentError([Problem(where, f"not valid YAML: {detail}",
                                        "check indentation and quoting there")], source) from exc
-    return parse_document(document, source)
+    _count_values(document, source)
+    return parse_document(document, source, base)
 
 
-def parse_document(document: Any, source: str = "experiment") -> Experiment:
+def _nesting_checked(text: str) -> Any:
+    """The YAML document, refused when nested deeper than MAX_DEPTH (before PyYAML
+    recurses into it): the deepest indentation or bracket level bounds the nesting."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise yaml.MarkedYAMLError(problem=f"nested more than {MAX_DEPTH} levels deep",
+                                           problem_mark=event.start_mark)  # type: ignore[arg-type]
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return load_yaml(text)
+
+
+def _count_values(document: Any, source: str) -> None:
+    """Refuse a document that aliases expand beyond MAX_VALUES values (walked without
+    expanding, and stopped at the limit)."""
+    todo, seen = [document], 0
+    while todo:
+        node = todo.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ExperimentError([Problem("(YAML)", f"expands to more than {MAX_VALUES} "
+                                           "values", "use fewer aliases (*name) of aliases")],
+                                  source)
+        if isinstance(node, dict):
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+
+
+def parse_document(document: Any, source: str = "experiment",
+                   base: Path | None = None) -> Experiment:
     problems: list[Problem] = []
-    r = Reader(document, "", problems)
+    r = Reader(document, "", problems, base)
     name = r.text("name", "experiment")
+    if (why := fieldrules.name_problem(name)) is not None:
+        r.problem("name", why, "name it like plain-vs-stripe")
     targets, names = _targets(r, problems)
     workloads = _workloads(r)
     hosts = parse_hosts(r)
@@ -151,11 +238,11 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         seed = None
     experiment = Experiment(
         name=name, targets=tuple(targets), workloads=tuple(workloads), repeat=repeat,
-        warmup=r.integer("warmup", 0, minimum=0, maximum=100),
+        warmup=r.integer("warmup", 0, minimum=0, maximum=fieldrules.MAX_WARMUP),
         order=r.text("order", "interleaved", choices=ORDERS),
         seed=seed, baseline=baseline,
         drop_caches=r.boolean("drop_caches", True),
-        workdir=Path(r.text("workdir", str(DEFAULT_WORKDIR))),
+        workdir=_workdir(r),
         description=r.text("description", ""),
         thresholds=_thresholds(r),
         document=document if isinstance(document, dict) else {},
@@ -166,6 +253,7 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
+    _size_problems(r, experiment)
     r.finish()
     if problems:
         raise ExperimentError(problems, source)
@@ -179,9 +267,9 @@ def _unique(key: str, items: list[Reader]) -> list[str]:
         if name and name in names:
             item.problem("name", f"'{name}' is used by another entry of {key}",
                          "give every entry its own name")
-        if name and not all(c.isalnum() or c in "-_." for c in name):
-            item.problem("name", f"'{name}' may only use letters, digits, '-', '_' and '.'",
-                         "rename it")
+        why = fieldrules.name_problem(name)
+        if why is not None and item.has("name"):
+            item.problem("name", why, "rename it, e.g. xfs-1disk")
         names.append(name)
     return names
 
@@ -291,13 +379,12 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
 def _repeat(r: Reader) -> RepeatPolicy:
     value = r.raw("repeat", 3)
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            r.problem("repeat", f"must be at least 1, got {value}")
+        value = r.integer("repeat", 3, minimum=1, maximum=fieldrules.MAX_REPEAT)
         return RepeatPolicy(value, value)
     if isinstance(value, dict):
         rr = r.sub("repeat")
-        low = rr.integer("min", 3, minimum=1)
-        high = rr.integer("max", max(low, 10), minimum=1)
+        low = rr.integer("min", 3, minimum=1, maximum=fieldrules.MAX_REPEAT)
+        high = rr.integer("max", max(low, 10), minimum=1, maximum=fieldrules.MAX_REPEAT)
         until = rr.text("until", "decided", choices=UNTIL)
         metrics = tuple(rr.text_list("metrics", [])) or None
         if high < low:
@@ -307,6 +394,31 @@ def _repeat(r: Reader) -> RepeatPolicy:
     r.problem("repeat", f"expected a number of runs or {{min, max, until}}, got {value!r}",
               "e.g. repeat: 5 or repeat: {min: 3, max: 20, until: decided}")
     return RepeatPolicy()
+
+
+def _workdir(r: Reader) -> Path:
+    path = r.location("workdir", str(DEFAULT_WORKDIR))
+    if path.exists() and not path.is_dir():
+        r.problem("workdir", f"{path} exists and is not a directory",
+                  "name a directory; volbench creates it if missing")
+    return path
+
+
+def _size_problems(r: Reader, experiment: Experiment) -> None:
+    """Refuse matrices and plans too large to run, before anything enumerates them."""
+    cases = 0
+    for i, spec in enumerate(experiment.workloads):
+        count = math.prod(len(values) for values in spec.matrix.values())
+        if count > fieldrules.MAX_CASES:
+            r.problem(f"workloads[{i}]", f"its matrix makes {count} cases, at most "
+                      f"{fieldrules.MAX_CASES} are allowed", "give its axes fewer values")
+        cases += count
+    rounds = experiment.repeat.max + experiment.warmup
+    runs = len(experiment.targets) * cases * rounds
+    if runs > fieldrules.MAX_RUNS:
+        r.problem("repeat", f"the plan has {runs} runs ({len(experiment.targets)} targets x "
+                  f"{cases} cases x {rounds} rounds), at most {fieldrules.MAX_RUNS} are "
+                  "allowed", "split the experiment or repeat fewer times")
 
 
 def _thresholds(r: Reader) -> dict[str, float]:

@@ -7,10 +7,12 @@ reports all mistakes in a file, each naming the field and the fix.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
-from volbench import units
+from volbench import fieldrules, units
 from volbench.errors import Problem
 
 T = TypeVar("T")
@@ -28,9 +30,12 @@ def _type_name(value: Any) -> str:
 
 
 class Reader:
-    def __init__(self, data: Any, path: str, problems: list[Problem]) -> None:
+    def __init__(self, data: Any, path: str, problems: list[Problem],
+                 base: Path | None = None) -> None:
         self.path = path
         self.problems = problems
+        # The experiment file's folder: relative paths in it are taken from there.
+        self.base = base
         self._used: set[str] = set()
         if not isinstance(data, Mapping):
             self.problem("", f"expected a mapping of fields, got {_type_name(data)}")
@@ -71,7 +76,7 @@ class Reader:
                  placeholder: T) -> T:
         try:
             return convert(value)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             # A converter's own message is specific ("'x' is not one of …"); use it as is.
             self.problem(key, str(exc) or f"expected {expected}")
             return placeholder
@@ -114,6 +119,12 @@ class Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.problem(key, f"expected a number, got {value!r}")
             return 0.0
+        if isinstance(value, int) and abs(value) > 2**53:
+            self.problem(key, f"is too large ({len(str(abs(value)))} digits)")
+            return 0.0
+        if not math.isfinite(value):
+            self.problem(key, f"expected a finite number, got {value}")
+            return 0.0
         return float(value)
 
     def boolean(self, key: str, default: Any = _MISSING) -> bool:
@@ -147,9 +158,27 @@ class Reader:
             return []
         return [str(v) for v in value]
 
+    def location(self, key: str, default: Any = _MISSING) -> Path:
+        """A directory or file volbench works in: absolute (a relative one is taken from
+        the experiment file's folder), and not `/` nor a system directory."""
+        text = self.text(key, default)
+        if not text:
+            if self.has(key):
+                self.problem(key, "is empty", "give a path")
+            return Path(".")
+        if "\0" in text:
+            self.problem(key, "contains a NUL character", "give a path")
+            return Path(".")
+        path = fieldrules.absolute(text, self.base)
+        why = fieldrules.system_problem(path)
+        if why is not None:
+            self.problem(key, why, "use a directory of its own, e.g. /srv/bench or "
+                         "/var/tmp/volbench")
+        return path
+
     def sub(self, key: str, default: Any = _MISSING) -> Reader:
         value = self.raw(key, default)
-        return Reader({} if value is None else value, self.at(key), self.problems)
+        return Reader({} if value is None else value, self.at(key), self.problems, self.base)
 
     def items(self, key: str, default: Any = _MISSING) -> list[Reader]:
         value = self.raw(key, default)
@@ -159,7 +188,8 @@ class Reader:
             self.problem(key, f"expected a list, got {_type_name(value)}",
                          "write one entry per line starting with '- '")
             return []
-        return [Reader(v, f"{self.at(key)}[{i}]", self.problems) for i, v in enumerate(value)]
+        return [Reader(v, f"{self.at(key)}[{i}]", self.problems, self.base)
+                for i, v in enumerate(value)]
 
     def axis(self, key: str, default: Any, convert: Callable[[Any], T], expected: str,
              placeholder: T) -> list[T]:
@@ -188,10 +218,13 @@ def flag(value: Any) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def whole(minimum: int, what: str = "a whole number") -> Callable[[Any], int]:
+def whole(minimum: int, what: str = "a whole number", maximum: int | None = None
+          ) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"expected {what}, at least {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"expected {what}, at most {maximum}, got {value!r}")
         return value
 
     return convert

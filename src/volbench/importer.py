@@ -15,11 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import units
+from volbench import units, valuecheck
 from volbench.errors import ParseError, VolbenchError
 from volbench.model import Parsed, RunResult, Scalar, Status
 from volbench.store import Store
 from volbench.workloads import bonnie, dd, fio, hdparm, pgbench_parse
+from volbench.workloads.shape import SHAPE_ERRORS, shape_message
+
+# Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
+# must not read for ever.
+MAX_FILE_BYTES = 256 * 1024**2
 
 
 @dataclass(frozen=True)
@@ -96,24 +101,49 @@ IMPORTERS.update({"bonnie++": import_bonnie, "dd": import_dd, "hdparm": import_h
 IMPORTERS["pgbench"] = import_pgbench
 
 
+def read_output(tool: str, text: str, source: str) -> Imported:
+    """One file's run, or a ParseError naming the file and what is wrong in it."""
+    try:
+        imported = IMPORTERS[tool](text, source)
+    except ParseError as exc:
+        raise ParseError(tool, source, f"{exc.detail}; is this {tool} output?"
+                         + IMPORT_HINTS.get(tool, "")) from exc
+    except SHAPE_ERRORS as exc:  # reading back parameters (fio's job options, …)
+        raise ParseError(tool, source, shape_message(exc)) from exc
+    _check_values(tool, source, imported)
+    return imported
+
+
+def _check_values(tool: str, source: str, imported: Imported) -> None:
+    """Refuse a file with a value no disk measures (NaN, infinity, 10^400): stored, it
+    would fail every later report of the database."""
+    problem = next(valuecheck.parsed_problems(imported.parsed), None)
+    if problem is None and imported.started is not None:
+        why = valuecheck.value_problem(imported.started)
+        problem = f"timestamp: {why}" if why else None
+    if problem is not None:
+        raise ParseError(tool, source, f"{problem}; fix or remove that value, or leave the "
+                                          "file out")
+
+
 def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
                  workload: str | None = None) -> tuple[int, int]:
     """Parse every file first (all or nothing), then store them: (experiment id, runs)."""
-    importer = IMPORTERS.get(tool)
-    if importer is None:
+    if tool not in IMPORTERS:
         raise VolbenchError(f"cannot import {tool} output; importable tools: "
                             f"{', '.join(sorted(IMPORTERS))}")
     results: list[tuple[Path, str, Imported]] = []
     for path in files:
         try:
-            text = path.read_text(errors="replace")
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise VolbenchError(f"cannot read {path}: {exc.strerror}") from exc
-        try:
-            results.append((path, text, importer(text, str(path))))
-        except ParseError as exc:
-            raise ParseError(tool, str(path), f"{exc.detail}; is this {tool} output?"
-                             + IMPORT_HINTS.get(tool, "")) from exc
+        if len(data) > MAX_FILE_BYTES:
+            raise VolbenchError(f"{path} is larger than {MAX_FILE_BYTES // 1024**2} MiB; is "
+                                f"this {tool} output?")
+        text = data.decode(errors="replace")
+        results.append((path, text, read_output(tool, text, str(path))))
     document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
                                                        "files": [str(p) for p in files]}}
     env = {"imported": True, "importer_host": os.uname().nodename}

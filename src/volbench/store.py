@@ -37,11 +37,15 @@ SCHEMA_VERSION = schema.VERSION
 
 
 class Store:
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        if not create and not path.exists():
+    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
+        """`read_only`: never write to the file (reports); implies not creating it."""
+        if (read_only or not create) and not path.exists():
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")
         self.path = path
+        if read_only:
+            self.db = _read_only(path)
+            return
         try:
             self.db = sqlite3.connect(path, timeout=30)
         except sqlite3.Error as exc:
@@ -56,8 +60,7 @@ class Store:
             self.db.close()
             if space.is_full(path.resolve().parent):  # SQLite says "disk I/O error" then
                 raise StoreError(self._full()) from exc
-            raise StoreError(f"{path} is not a volbench database: {exc}; check the path "
-                             "(--db)") from exc
+            raise StoreError(database_problem(path, exc)) from exc
         schema.migrate(self.db, path)
 
     def _full(self) -> str:
@@ -375,6 +378,52 @@ class Store:
                 f" ON r.id = o.run_id WHERE r.experiment_id IN ({marks})", ids):
             out.setdefault(run_id, {})[name] = zlib.decompress(content).decode(errors="replace")
         return out
+
+
+def database_problem(path: Path | None, exc: sqlite3.DatabaseError) -> str:
+    """One line for an SQLite error, naming the database and the fix."""
+    name = str(path) if path is not None else "the results database"
+    detail = str(exc)
+    if "readonly" in detail or "read-only" in detail:
+        return (f"cannot write to {name} ({detail}); make it writable or point --db at "
+                "another file")
+    if "locked" in detail or "busy" in detail:
+        return f"{name} is busy ({detail}); wait for the other volbench to finish"
+    if "not a database" in detail:
+        return f"{name} is not a volbench database ({detail}); check the path (--db)"
+    return (f"{name} is damaged ({detail}); restore it from a copy, or see what is wrong "
+            f"with: sqlite3 {name} 'PRAGMA integrity_check'")
+
+
+def _connect_read_only(path: Path, query: str) -> tuple[sqlite3.Connection, int]:
+    db = sqlite3.connect(path.absolute().as_uri() + query, uri=True, timeout=30)
+    try:
+        return db, int(db.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot change the file. A database of an older schema is
+    upgraded in a copy in memory, so reading it leaves the file as it was."""
+    try:
+        db, version = _connect_read_only(path, "?mode=ro")
+    except sqlite3.DatabaseError as exc:
+        try:
+            # A WAL database in a folder this user cannot write: SQLite cannot create the
+            # shared-memory file readers need. Read the file as it is instead (what a
+            # writer has not checkpointed into it yet is not seen).
+            db, version = _connect_read_only(path, "?mode=ro&immutable=1")
+        except sqlite3.DatabaseError:
+            raise StoreError(database_problem(path, exc)) from exc
+    if version < SCHEMA_VERSION:
+        memory = sqlite3.connect(":memory:")
+        db.backup(memory)
+        db.close()
+        db = memory
+    schema.migrate(db, path)
+    return db
 
 
 def _experiment(row: tuple[Any, ...]) -> ExperimentRow:

@@ -13,6 +13,10 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
 _DURATION_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+# Far beyond any disk or run (an exbibyte, ~32 years): larger values are typos or hostile
+# input, and refusing them keeps 400-digit numbers from overflowing later arithmetic.
+MAX_SIZE = 2**60
+MAX_SECONDS = 1e9
 
 
 def parse_size(text: str | int) -> int:
@@ -22,12 +26,24 @@ def parse_size(text: str | int) -> int:
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"a size cannot be negative: {text}")
-        return text
+        return _size_bounded(text, text)
     m = _SIZE.match(str(text))
     if not m:
-        raise ValueError(f"expected a size such as 4k, 1M or 2G, got {text!r}")
+        raise ValueError(f"expected a size such as 4k, 1M or 2G, got {_shown(text)}")
     number, prefix, _ = m.groups()
-    return int(float(number) * _SIZE_FACTORS[prefix.lower()])
+    return _size_bounded(float(number) * _SIZE_FACTORS[prefix.lower()], text)
+
+
+def _shown(value: object) -> str:
+    """A value as a message quotes it: a 400-digit number is not worth printing whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
+
+
+def _size_bounded(size: float, text: object) -> int:
+    if not size <= MAX_SIZE:  # also catches inf and nan
+        raise ValueError(f"{_shown(text)} is larger than any disk (at most 1E)")
+    return int(size)
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -36,13 +52,19 @@ def parse_duration(text: str | int | float) -> float:
         raise ValueError(f"expected a duration such as 10s, 2m or 1h, got {text!r}")
     if isinstance(text, int | float):
         if text < 0 or math.isnan(text):
-            raise ValueError(f"a duration cannot be negative: {text}")
-        return float(text)
+            raise ValueError(f"a duration cannot be negative: {_shown(text)}")
+        return _seconds_bounded(text, text)
     m = _DURATION.match(str(text))
     if not m:
-        raise ValueError(f"expected a duration such as 10s, 2m or 1h, got {text!r}")
+        raise ValueError(f"expected a duration such as 10s, 2m or 1h, got {_shown(text)}")
     number, unit = m.groups()
-    return float(number) * _DURATION_FACTORS[(unit or "s").lower()]
+    return _seconds_bounded(float(number) * _DURATION_FACTORS[(unit or "s").lower()], text)
+
+
+def _seconds_bounded(seconds: float, text: object) -> float:
+    if not seconds <= MAX_SECONDS:  # also catches inf
+        raise ValueError(f"{_shown(text)} is longer than any run (at most {MAX_SECONDS:g} s)")
+    return float(seconds)
 
 
 def format_size(n: float) -> str:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from volbench import fieldrules
 from volbench.errors import VolbenchError
 from volbench.fields import Reader
 
@@ -240,11 +241,9 @@ def parse_hosts(r: Reader) -> tuple[HostSpec, ...]:
                 f"host name '{host.name}' is used twice",
                 "give every host its own name",
             )
-        elif not all(c.isalnum() or c in "-_." for c in host.name):
-            r.problem(
-                f"hosts[{i}]",
-                f"host name '{host.name}' may only use letters, digits, '-', '_' and '.'",
-            )
+        elif (why := fieldrules.name_problem(host.name)) is not None:
+            # The same rule as target names: host names become parts of file names too.
+            r.problem(f"hosts[{i}].name", why, "rename it, e.g. client-1")
         else:
             hosts.append(host)
     return tuple(hosts)

@@ -88,7 +88,8 @@ def run_experiment_in_lab(
             shutil.copyfile(db, outdir / "results.db")
         # In the guest: `volbench run` on the copy, database kept on guest tmpfs (guest.py).
         argv = [sys.executable, "-m", "volbench.lab", "--outdir", str(outdir), "--"]
-        argv += ["run", str(outdir / "experiment.yaml"), *cli_args]
+        argv += ["run", str(outdir / "experiment.yaml"), "--paths-from",
+                 str(file.absolute().parent), *cli_args]
         try:
             result = run_in_vm(lab, argv, outdir, timeout=timeout, workdir=base, cwd=Path.cwd(),
                                on_output=on_output, scope=scope)  # fmt: skip

@@ -233,7 +233,7 @@ def _disks(r: Reader, classes: Mapping[str, DiskClass]) -> tuple[LabDisk, ...]:
                 f"'{name}' may only use letters, digits, '-' and '_' "
                 "(it becomes the disk's serial number)",
             )
-        longest = max(names, key=len)
+        longest = max(names, key=len, default="")  # count: 0 has no names (refused above)
         if len(longest) > MAX_NAME:
             item.problem(
                 "name",

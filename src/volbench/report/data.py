@@ -15,7 +15,7 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import checks, verdicts
+from volbench.report import badvalues, checks, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
@@ -144,6 +144,9 @@ def build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list
 
 def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: list[RunResult],
            options: ReportOptions, totals: Sequence[CaseHistogram] | None) -> Report:
+    runs, bad_values = badvalues.believable(runs)
+    if totals is not None:
+        totals = badvalues.believable_totals(totals)
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
     names = report.target_order()
@@ -170,6 +173,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
             report.io_checks[index] = check
     memory = report.environment.get("checked", {}).get("memory_bytes")
     report.warnings = [
+        *bad_values,
         *checks.failures(runs, targets),
         *_baseline_warnings(report),
         *checks.few_runs(case_counts(runs)),

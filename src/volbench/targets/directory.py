@@ -25,7 +25,7 @@ class DirectorySpec(TargetSpec):
 
 
 def parse(r: Reader, name: str, limits: Limits) -> DirectorySpec:
-    path = Path(r.text("path"))
+    path = r.location("path")
     if r.has("path") and not path.is_dir():
         r.problem("path", f"{path} is not an existing directory",
                   "create it first or point to a mounted filesystem")

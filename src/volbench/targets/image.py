@@ -54,7 +54,7 @@ def parse(r: Reader, name: str, limits: Limits) -> ImageSpec:
         r.problem("size", "must be at least 16M")
     directory = None
     if r.has("dir"):
-        directory = Path(r.text("dir"))
+        directory = r.location("dir")
         if not directory.is_dir():
             r.problem(
                 "dir",

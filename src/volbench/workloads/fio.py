@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench import pathcheck, units
+from volbench import fieldrules, pathcheck, units
 from volbench.errors import ExperimentError, ParseError, Problem
 from volbench.fields import Reader, choice, flag, percent, whole
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
@@ -25,6 +25,7 @@ from volbench.services import fioservers
 from volbench.targets.base import Built
 from volbench.workloads import fioclient
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
+from volbench.workloads.shape import shape_checked
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
       "randtrim")
@@ -46,7 +47,10 @@ class FioSpec(WorkloadSpec):
 
 
 def _fio_size(value: Any) -> str:
-    return units.format_size(units.parse_size(value))
+    size = units.parse_size(value)
+    if size < 1:
+        raise ValueError(f"must be larger than 0, got {value!r}")
+    return units.format_size(size)
 
 
 def _seconds(value: Any) -> float:
@@ -60,18 +64,20 @@ def parse(r: Reader, name: str) -> FioSpec:
     options = {str(k): str(v) for k, v in dict(r.sub("options", {}).data).items()}
     options_at = r.at("options")
     if r.has("jobfile"):
-        path = Path(r.text("jobfile"))
+        path = fieldrules.absolute(r.text("jobfile"), r.base)
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
-                      "give the path of a fio job file, relative to where you run volbench")
+                      "give the path of a fio job file, relative to the experiment file")
         r.finish()
         return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options,
                        options_at=options_at)
     matrix: dict[str, tuple[Scalar, ...]] = {
         "rw": tuple(r.axis("rw", "randread", choice(RW), "an fio rw mode", "randread")),
         "bs": tuple(r.axis("bs", "4k", _fio_size, "a block size such as 4k", "4k")),
-        "iodepth": tuple(r.axis("iodepth", 1, whole(1), "a whole number", 1)),
-        "numjobs": tuple(r.axis("numjobs", 1, whole(1), "a whole number", 1)),
+        "iodepth": tuple(r.axis("iodepth", 1, whole(1, maximum=fieldrules.MAX_IODEPTH),
+                                "a whole number", 1)),
+        "numjobs": tuple(r.axis("numjobs", 1, whole(1, maximum=fieldrules.MAX_NUMJOBS),
+                                "a whole number", 1)),
         "size": tuple(r.axis("size", "256M", _fio_size, "a size such as 1G", "256M")),
         "runtime": tuple(r.axis("runtime", "10s", _seconds, "a duration such as 10s", 10.0)),
         "ioengine": tuple(r.axis("ioengine", "libaio", str, "an fio ioengine", "libaio")),
@@ -378,6 +384,7 @@ def _group_totals(data: Mapping[str, Any], major: int | None) -> list[Metric]:
     return out
 
 
+@shape_checked("fio")
 def parse_json(text: str, source: str = "fio output") -> Parsed:
     data = load_json(text, source)
     entries = _job_entries(data)

@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo, units
+from volbench import fieldrules, hostinfo, units
 from volbench.errors import ParseError
 from volbench.fields import Reader
 from volbench.hosts import HostSpec
@@ -132,15 +132,18 @@ def _whole_seconds(value: Any) -> float:
     return seconds
 
 
-def _script(value: Any) -> str:
-    text = str(value)
-    if text in BUILTINS:
-        return text
-    path = Path(text)
-    if path.is_file():
-        return str(path.resolve())
-    raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) nor a "
-                     "readable script file; expected a builtin name or a file path")
+def _script(base: Path | None) -> Callable[[Any], str]:
+    """A builtin name, or a script file (relative to the experiment file's folder)."""
+    def convert(value: Any) -> str:
+        text = str(value)
+        if text in BUILTINS:
+            return text
+        path = fieldrules.absolute(text, base)
+        if path.is_file():
+            return str(path.resolve())
+        raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) nor a "
+                         "readable script file; expected a builtin name or a file path")
+    return convert
 
 
 def _choice(choices: tuple[str, ...]) -> Any:
@@ -215,7 +218,7 @@ def parse(r: Reader, name: str) -> PgbenchSpec:
         "threads": tuple(r.axis("threads", 1, _positive, "a whole number", 1)),
     }
     _length(r, matrix)
-    matrix["script"] = tuple(r.axis("script", "tpcb-like", _script, "a builtin or a file",
+    matrix["script"] = tuple(r.axis("script", "tpcb-like", _script(r.base), "a builtin or a file",
                                     "tpcb-like"))
     if r.has("query_mode"):
         matrix["query_mode"] = tuple(r.axis("query_mode", "simple", _choice(QUERY_MODES),
