@@ -129,3 +129,7 @@ class WorkloadKind:
     partial_results: bool = False
     # Working set in bytes for a case (compared with RAM), if the workload knows it.
     working_set: Callable[[Any, Params], int | None] = lambda spec, params: None
+    # Programs found per spec rather than on PATH (PostgreSQL's): checked before anything
+    # is touched (raising an error that says how to install them); returns their versions
+    # for the checked environment, which `volbench compare` warns about.
+    programs: Callable[[Any], dict[str, str]] | None = None
