@@ -92,7 +92,7 @@ def _pg_config_bindir(path: str | None) -> Path | None:
 
 
 def locate(pg_bin: Path | None = None, *, path: str | None = None,
-           dist_globs: Sequence[str] = DIST_GLOBS) -> Install:
+           dist_globs: Sequence[str] | None = None) -> Install:
     """The installation to use, or PostgresMissing naming every place looked at.
 
     `path` stands for $PATH (None: the process's own)."""
@@ -120,7 +120,7 @@ def locate(pg_bin: Path | None = None, *, path: str | None = None,
         searched.append(f"pg_config --bindir: {config_dir} (no {', '.join(lacking)})")
     else:
         searched.append("pg_config (not on PATH)")
-    for pattern, dirs in _dist_dirs(dist_globs):
+    for pattern, dirs in _dist_dirs(DIST_GLOBS if dist_globs is None else dist_globs):
         for bindir in dirs:
             if not missing_programs(bindir):
                 return Install(bindir, pattern)
