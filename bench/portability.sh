@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Debian 13 (trixie): a fresh root built with debootstrap from Debian's packages, the
+# committed checkout copied in, then - inside it, in a chroot with /dev, /proc and /sys
+# bound - the README's quick start: `scripts/setup --yes` and the built-in default
+# experiment. Prints each step's time and the default's result.
+#
+#   bench/portability.sh [--suite trixie] [--keep]    (as root; installs debootstrap if missing)
+#
+# The root lives in .cache/portability/SUITE (gitignored) and is deleted afterwards unless
+# --keep. Everything mounted is unmounted on exit, failure or Ctrl-C included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+suite=trixie keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) suite="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "portability: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "portability: run as root (debootstrap, chroot, mounts)" >&2; exit 1; }
+mirror="${MIRROR:-http://deb.debian.org/debian}"
+root="$repo/.cache/portability/$suite"
+log="$repo/.cache/portability/$suite.log"
+mkdir -p "$(dirname "$root")"
+
+mounted=()
+cleanup() {
+  local status=$?
+  # Newest first; -R takes the submounts of /sys (cgroups) and /dev (pts) with it, and
+  # a busy one is detached lazily rather than left behind.
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount -R "${mounted[$i]}" 2>/dev/null || umount -Rl "${mounted[$i]}" || true
+  done
+  # Loop devices over images inside the root (volbench detaches its own; this is for a
+  # run killed in the middle).
+  losetup -J 2>/dev/null | python3 -c 'import json,sys
+for d in json.load(sys.stdin).get("loopdevices", []):
+    if (d.get("back-file") or "").startswith(sys.argv[1]): print(d["name"])' "$root" |
+    while read -r dev; do losetup -d "$dev" || true; done
+  if grep -q " $root" /proc/mounts; then
+    echo "portability: still mounted under $root:" >&2; grep " $root" /proc/mounts >&2
+  elif [ "$keep" -eq 0 ]; then
+    rm -rf "$root"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+bind() {  # host path -> same path in the root, recursively, not propagating back
+  mkdir -p "$root$1"
+  mount --rbind "$1" "$root$1"
+  mount --make-rslave "$root$1"
+  mounted+=("$root$1")
+}
+step() {  # name, command...: run, time, log
+  local name="$1"; shift
+  local t0=$SECONDS
+  echo "portability: $name ..."
+  if ! "$@" >>"$log" 2>&1; then
+    echo "portability: $name failed after $((SECONDS - t0)) s; see $log" >&2
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+  times+=("$name: $((SECONDS - t0)) s")
+}
+times=()
+: >"$log"
+
+command -v debootstrap >/dev/null || step "apt-get install debootstrap (host)" \
+  apt-get install -y --no-install-recommends debootstrap
+rm -rf "$root"
+step "debootstrap $suite" debootstrap --variant=minbase "$suite" "$root" "$mirror"
+bind /dev
+bind /proc
+bind /sys
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/opt/volbench"
+git archive HEAD | tar -x -C "$root/opt/volbench"
+inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+           LANG=C.UTF-8 "$@"; }
+step "scripts/setup --yes (in $suite)" inside /opt/volbench/scripts/setup --yes
+versions="$(inside sh -c '. /etc/os-release; echo "$PRETTY_NAME"; python3 --version; fio --version')"
+step "default experiment (in $suite)" inside sh -c \
+  'cd /opt/volbench && .venv/bin/volbench run --quiet --db volbench.db > run.txt 2>&1'
+# The summary table's IOPS rows of rand4k, and the closing line (N ok; …).
+summary="$(grep -E '^[a-z0-9-]+ +rand4k .* iops |^[0-9]+ ok' "$root/opt/volbench/run.txt" || true)"
+echo
+echo "portability ($suite, $(echo "$versions" | tr '\n' ';' | sed 's/;$//')):"
+printf '  %s\n' "${times[@]}"
+echo "  total: $SECONDS s"
+echo "  default experiment, rand4k IOPS per target:"
+printf '%s\n' "$summary" | sed 's/^/    /'
