@@ -71,3 +71,14 @@ def test_postgresql_missing_names_the_pgbench_group(tmp_path: Path,
     assert not pg.ok and pg.users == "workload pg" and "PATH (no postgres)" in pg.detail
     assert needs.install_command(list(found.values())) == \
         "scripts/setup --with pgbench   (Debian packages: postgresql)"
+
+
+def test_plain_doctor_names_the_postgresql_installation(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    tool("postgres")
+    from volbench.cli import main
+
+    assert main(["doctor"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x[4:].startswith("PostgreSQL")]
+    install = pgfind.locate()
+    assert line.startswith("ok ") and f" in {install.bindir} ({install.found_by})" in line

@@ -57,8 +57,8 @@ READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 FACTS = "facts.json"
 LOG = "postgres.log"
-# Settings volbench sets unless the workload spec says otherwise (PostgreSQL 15's own
-# defaults, written out so every result records them).
+# Settings volbench sets unless the workload spec says otherwise (the defaults of every
+# major from 12 to 18, written out so every result records them).
 DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections": "100"}
 # Settings that make the cluster private; the spec may not change them.
 FIXED = ("listen_addresses", "unix_socket_directories", "port")
