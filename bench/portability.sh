@@ -4,18 +4,25 @@
 # bound - the README's quick start: `scripts/setup --yes` and the built-in default
 # experiment. Prints each step's time and the default's result.
 #
-#   bench/portability.sh [--suite trixie] [--keep]    (as root; installs debootstrap if missing)
+#   bench/portability.sh [--suite trixie] [--pgbench] [--keep]
+#                                       (as root; installs debootstrap if missing)
+#
+# --pgbench adds `scripts/setup --yes --with pgbench` (the suite's own PostgreSQL: 17 on
+# trixie) and a small pgbench experiment on a loop disk. Inside the root a policy-rc.d
+# keeps package scripts from starting daemons (the cluster Debian's package creates stays
+# stopped, and nothing keeps the root busy).
 #
 # The root lives in .cache/portability/SUITE (gitignored) and is deleted afterwards unless
 # --keep. Everything mounted is unmounted on exit, failure or Ctrl-C included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
-suite=trixie keep=0
+suite=trixie keep=0 pgbench=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) suite="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --pgbench) pgbench=1; shift ;;
     *) echo "portability: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -76,6 +83,8 @@ bind /dev
 bind /proc
 bind /sys
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+chmod 755 "$root/usr/sbin/policy-rc.d"
 mkdir -p "$root/opt/volbench"
 git archive HEAD | tar -x -C "$root/opt/volbench"
 inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
@@ -86,9 +95,31 @@ step "default experiment (in $suite)" inside sh -c \
   'cd /opt/volbench && .venv/bin/volbench run --quiet --db volbench.db > run.txt 2>&1'
 # The summary table's IOPS rows of rand4k, and the closing line (N ok; …).
 summary="$(grep -E '^[a-z0-9-]+ +rand4k .* iops |^[0-9]+ ok' "$root/opt/volbench/run.txt" || true)"
+pg_summary=""
+if [ "$pgbench" -eq 1 ]; then
+  step "scripts/setup --yes --with pgbench (in $suite)" inside /opt/volbench/scripts/setup \
+    --yes --with pgbench
+  grep "setup: note:" "$log" || true
+  cat >"$root/opt/volbench/pg.yaml" <<'YAML'
+name: pgbench-portability
+targets: [{name: xfs, type: loopdisk, size: 1G, fs: xfs}]
+workloads: [{name: pg, tool: pgbench, mode: [run, init], scale: 2, clients: 2, duration: 3s}]
+repeat: 1
+YAML
+  step "pgbench experiment (in $suite)" inside sh -c \
+    'cd /opt/volbench && .venv/bin/volbench run pg.yaml --quiet --db pg.db > pg.txt 2>&1'
+  pg_summary="$(inside sh -c 'cd /opt/volbench && .venv/bin/volbench doctor' |
+    grep PostgreSQL || true)"$'\n'"$(grep -E ' (tps|init_time|init_rows) |^[0-9]+ ok' \
+    "$root/opt/volbench/pg.txt" || true)"
+fi
+
 echo
 echo "portability ($suite, $(echo "$versions" | tr '\n' ';' | sed 's/;$//')):"
 printf '  %s\n' "${times[@]}"
 echo "  total: $SECONDS s"
 echo "  default experiment, rand4k IOPS per target:"
 printf '%s\n' "$summary" | sed 's/^/    /'
+if [ -n "$pg_summary" ]; then
+  echo "  pgbench experiment:"
+  printf '%s\n' "$pg_summary" | sed 's/^/    /'
+fi
