@@ -15,6 +15,9 @@
 # The root lives in .cache/portability/SUITE (gitignored) and is deleted afterwards unless
 # --keep. Everything mounted is unmounted on exit, failure or Ctrl-C included.
 set -euo pipefail
+# One compound command: bash parses all of it before running, so editing this file
+# during a (long) run cannot change what the run does.
+{
 cd "$(dirname "$0")/.."
 repo="$PWD"
 suite=trixie keep=0 pgbench=0
@@ -123,3 +126,5 @@ if [ -n "$pg_summary" ]; then
   echo "  pgbench experiment:"
   printf '%s\n' "$pg_summary" | sed 's/^/    /'
 fi
+exit 0
+}
