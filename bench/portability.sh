@@ -86,12 +86,21 @@ bind /dev
 bind /proc
 bind /sys
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A host behind a TLS-inspecting proxy trusts extra CAs: the root needs them too (the
+# ca-certificates package, installed by setup, adds them to the system bundle), and pip
+# is pointed at that bundle as on the host.
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+pip_env=()
+[ -z "${PIP_CERT:-}" ] || pip_env+=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 mkdir -p "$root/opt/volbench"
 git archive HEAD | tar -x -C "$root/opt/volbench"
 inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-           LANG=C.UTF-8 "$@"; }
+           LANG=C.UTF-8 "${pip_env[@]}" "$@"; }
 step "scripts/setup --yes (in $suite)" inside /opt/volbench/scripts/setup --yes
 versions="$(inside sh -c '. /etc/os-release; echo "$PRETTY_NAME"; python3 --version; fio --version')"
 step "default experiment (in $suite)" inside sh -c \
