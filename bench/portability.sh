@@ -4,11 +4,13 @@
 # bound - the README's quick start: `scripts/setup --yes` and the built-in default
 # experiment. Prints each step's time and the default's result.
 #
-#   bench/portability.sh [--suite trixie] [--pgbench] [--keep]
+#   bench/portability.sh [--suite trixie] [--pgbench] [--wheel] [--keep]
 #                                       (as root; installs debootstrap if missing)
 #
 # --pgbench adds `scripts/setup --yes --with pgbench` (the suite's own PostgreSQL: 17 on
-# trixie) and a small pgbench experiment on a loop disk. Inside the root a policy-rc.d
+# trixie) and a small pgbench experiment on a loop disk. --wheel builds the wheel there
+# (`python -m build`, the suite's Python), installs it into a fresh venv and runs the
+# default (one repetition) and the HTML report from it. Inside the root a policy-rc.d
 # keeps package scripts from starting daemons (the cluster Debian's package creates stays
 # stopped, and nothing keeps the root busy).
 #
@@ -20,12 +22,13 @@ set -euo pipefail
 {
 cd "$(dirname "$0")/.."
 repo="$PWD"
-suite=trixie keep=0 pgbench=0
+suite=trixie keep=0 pgbench=0 wheel=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) suite="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --pgbench) pgbench=1; shift ;;
+    --wheel) wheel=1; shift ;;
     *) echo "portability: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -125,6 +128,22 @@ YAML
     "$root/opt/volbench/pg.txt" || true)"
 fi
 
+wheel_summary=""
+if [ "$wheel" -eq 1 ]; then
+  step "wheel: build, fresh venv, default and HTML report (in $suite)" inside sh -c '
+    set -e; cd /opt/volbench
+    .venv/bin/python -m pip install --quiet build
+    .venv/bin/python -m build --wheel --outdir /opt/dist . >/dev/null
+    python3 -m venv /opt/wheel-venv
+    /opt/wheel-venv/bin/pip install --quiet /opt/dist/volbench-*.whl
+    mkdir -p /opt/elsewhere; cd /opt/elsewhere
+    /opt/wheel-venv/bin/volbench run --runs 1 --quiet --db w.db > w.txt 2>&1
+    /opt/wheel-venv/bin/volbench report --db w.db --format html -o w.html'
+  wheel_summary="$(ls "$root"/opt/dist/) in $(inside /opt/wheel-venv/bin/python --version):"
+  wheel_summary+=" $(tail -n 1 "$root/opt/elsewhere/w.txt"); HTML report"
+  wheel_summary+=" $(wc -c <"$root/opt/elsewhere/w.html") bytes"
+fi
+
 echo
 echo "portability ($suite, $(echo "$versions" | tr '\n' ';' | sed 's/;$//')):"
 printf '  %s\n' "${times[@]}"
@@ -134,6 +153,9 @@ printf '%s\n' "$summary" | sed 's/^/    /'
 if [ -n "$pg_summary" ]; then
   echo "  pgbench experiment:"
   printf '%s\n' "$pg_summary" | sed 's/^/    /'
+fi
+if [ -n "$wheel_summary" ]; then
+  echo "  wheel: $wheel_summary"
 fi
 exit 0
 }
