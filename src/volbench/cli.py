@@ -210,11 +210,34 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.file is not None:
+        return _doctor_file(args.file)
     for check in doctor.checks(experiment.DEFAULT_WORKDIR):
         mark = "ok " if check.ok else "-- "
         extra = f"  (disables: {check.disables})" if check.disables else ""
         print(f"{mark} {check.name:<24} {check.detail}{extra}")
     return 0
+
+
+def _doctor_file(file: Path) -> int:
+    """What one experiment needs; exit 1 when something is missing."""
+    from volbench.needs import install_command, needs
+
+    found = needs(experiment.load(file))
+    for need in found:
+        mark = "ok " if need.ok else "-- "
+        print(f"{mark} {need.what:<20} {need.detail}  (for {need.users})")
+    missing = [n for n in found if not n.ok]
+    if not missing:
+        print(f"everything {file} needs is here")
+        return 0
+    command = install_command(missing)
+    if command:
+        print(f"install what is missing: {command}")
+    for need in missing:
+        if need.fix:
+            print(f"{need.what}: {need.fix}")
+    return 1
 
 
 def _echo(text: str) -> None:
@@ -389,7 +412,10 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
-    add("doctor", cmd_doctor, "what this machine can do, and what is missing")
+    doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "
+              "what is missing")
+    doc.add_argument("file", nargs="?", type=Path,
+                     help="an experiment file: list exactly what it needs and how to install it")
     add_lab_commands(sub)
     return p
 

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import cgroups, tools
+from volbench import cgroups, pgfind, tools
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,16 @@ def _loop_check() -> Check:
 def _kernel_feature(name: str, present: bool, detail: str, disables: str) -> Check:
     return Check(name, present, detail if present else f"not in this kernel ({detail})",
                  "" if present else disables)
+
+
+def _postgres_check() -> Check:
+    """The installation pgbench workloads use unless they give pg_bin."""
+    try:
+        install = pgfind.locate()
+    except pgfind.PostgresMissing as exc:
+        return Check("PostgreSQL", False, str(exc), "pgbench workloads (without pg_bin)")
+    version = pgfind.version(install.program("postgres"))
+    return Check("PostgreSQL", True, f"{version} in {install.bindir} ({install.found_by})")
 
 
 def checks(workdir: Path | None = None) -> list[Check]:
@@ -80,7 +90,10 @@ def checks(workdir: Path | None = None) -> list[Check]:
     from volbench.lab.doctor import summary as lab_summary  # late: lab.doctor imports Check
 
     found.append(lab_summary())
+    found.append(_postgres_check())
     for tool in tools.TOOLS.values():
+        if tool.name in pgfind.PROGRAMS:  # one line for the installation, above
+            continue
         path = tools.find(tool.name)
         found.append(Check(f"tool {tool.name}", path is not None,
                            path or f"missing: apt-get install {tool.package}",

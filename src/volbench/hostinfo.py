@@ -12,6 +12,7 @@ import re
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +96,12 @@ def package_version(package: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def capture(tool_names: list[str]) -> dict[str, Any]:
+def capture(tool_names: list[str], found: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The environment; `found` adds versions of programs that are not on PATH (a
+    PostgreSQL installation that pgfind or the workload's pg_bin picked)."""
     uname = os.uname()
     versions = {name: tool_version(name) for name in sorted(set(tool_names))}
+    versions.update(found or {})
     return {
         "captured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "hostname": socket.gethostname(),

@@ -100,6 +100,18 @@ def required_tools(exp: Experiment) -> list[str]:
     return sorted(names)
 
 
+def program_versions(exp: Experiment) -> dict[str, str]:
+    """Versions of the programs workloads find themselves (PostgreSQL: pgfind); raises
+    when one is missing. A second workload with another version gets its own key."""
+    versions: dict[str, str] = {}
+    for spec in exp.workloads:
+        check = WORKLOAD_KINDS[spec.tool].programs
+        for name, version in (check(spec) if check else {}).items():
+            key = name if versions.get(name, version) == version else f"{name}[{spec.name}]"
+            versions[key] = version
+    return versions
+
+
 def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
     """Paths in workloads' options and job files that would leave their targets.
 
@@ -120,13 +132,14 @@ def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
     return list(found.values())
 
 
-def preflight(exp: Experiment, plan: Plan) -> None:
-    """Everything that can be checked before touching anything."""
+def preflight(exp: Experiment, plan: Plan) -> dict[str, str]:
+    """Everything that can be checked before touching anything; returns program_versions."""
     problems = root_problems(exp) + confinement_problems(exp, plan)
     if problems:
         raise ExperimentError(problems, exp.name)
     for name in required_tools(exp):
         tools.require(name)
+    versions = program_versions(exp)
     need = plan.disk_space()
     if need:
         probe = exp.workdir if exp.workdir.exists() else exp.workdir.parent
@@ -136,6 +149,7 @@ def preflight(exp: Experiment, plan: Plan) -> None:
                 f"the images need {need / 2**30:.1f} GiB but {probe} has only "
                 f"{free / 2**30:.1f} GiB free; set workdir: to a larger filesystem or use "
                 "smaller disk sizes")
+    return versions
 
 
 class Session:
@@ -375,13 +389,13 @@ def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: boo
     for _ in range(2):
         previous = store.find_resumable(exp.spec_hash) if resume else None
         plan = make_plan(exp, seed=previous.seed if previous else None)
-        preflight(exp, plan)
+        versions = preflight(exp, plan)
         if previous is not None:
             note = store.claim(previous.id, take_over=take_over)
             if note:
                 progress.note(note)
             return previous.id, plan, True
-        env = hostinfo.capture(required_tools(exp))
+        env = hostinfo.capture(required_tools(exp), versions)
         if exp.lab is not None and hostinfo.inside_lab():
             # The disks' caps and flush mode are part of what was measured, and the
             # document only holds the classes the file spelled out, not the defaults.

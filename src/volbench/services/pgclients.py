@@ -151,7 +151,7 @@ def _host_facts(session: Session, route: Route, port: int) -> dict[str, Any]:
         raise HostError(
             session.name,
             f"pgbench does not run there ({version.stderr.strip() or 'no output'})",
-            "install it on the host (Debian: apt-get install postgresql-15)",
+            "install it on the host (Debian: apt-get install postgresql)",
         )
     env["tools"] = {"pgbench": version.stdout.strip()}
     return {

@@ -31,6 +31,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo, proc, tools
+from volbench import hostinfo, pgfind, proc
 from volbench.errors import ResourceError
 from volbench.journal import Entry, Scope, process_start_ticks, undoer
 from volbench.model import digest
@@ -56,8 +57,8 @@ READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 FACTS = "facts.json"
 LOG = "postgres.log"
-# Settings volbench sets unless the workload spec says otherwise (PostgreSQL 15's own
-# defaults, written out so every result records them).
+# Settings volbench sets unless the workload spec says otherwise (the defaults of every
+# major from 12 to 18, written out so every result records them).
 DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections": "100"}
 # Settings that make the cluster private; the spec may not change them.
 FIXED = ("listen_addresses", "unix_socket_directories", "port")
@@ -77,19 +78,50 @@ class ClusterConfig:
     """postgresql.conf settings of a cluster: the defaults with the user's on top."""
 
     settings: tuple[tuple[str, str], ...] = tuple(sorted(DEFAULT_SETTINGS.items()))
+    # The installation's bin directory (the workload's pg_bin); "" = found by pgfind.
+    pg_bin: str = ""
 
     @property
     def key(self) -> str:
-        """Clusters with the same settings are the same service (one per target)."""
-        return "postgres-" + digest(dict(self.settings))[:12]
+        """Clusters with the same settings and installation are the same service (one per
+        target). Without pg_bin the key is the settings' alone, as before pg_bin existed."""
+        what: dict[str, str] = dict(self.settings)
+        if self.pg_bin:
+            what = {**what, "(pg_bin)": self.pg_bin}
+        return "postgres-" + digest(what)[:12]
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.settings)
 
 
-def make_config(user: Mapping[str, str]) -> ClusterConfig:
+def make_config(user: Mapping[str, str], pg_bin: str = "") -> ClusterConfig:
     merged = {**DEFAULT_SETTINGS, **user}
-    return ClusterConfig(tuple(sorted(merged.items())))
+    return ClusterConfig(tuple(sorted(merged.items())), pg_bin)
+
+
+def initdb_args(major: int | None) -> list[str]:
+    """initdb's options for a private, disposable cluster, as that major accepts them.
+
+    --no-instructions exists from 14 on (12 and 13 print the start command instead: only
+    noise in the log). 18 turns data checksums on by default; left as each major's default
+    and recorded (data_checksums), so a cross-version comparison shows it."""
+    args = ["-U", PG_USER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"]
+    if major is None or major >= 14:
+        args.append("--no-instructions")
+    return args
+
+
+def find_install(config: ClusterConfig) -> tuple[pgfind.Install, str]:
+    """The installation for this cluster and its version (PostgresMissing if none)."""
+    install = pgfind.locate(Path(config.pg_bin) if config.pg_bin else None)
+    version = pgfind.version(install.program("postgres"))
+    found = pgfind.major(version)
+    if found is not None and found not in pgfind.SUPPORTED:
+        raise ResourceError(
+            f"PostgreSQL {version} in {install.bindir} is outside the majors volbench "
+            f"supports ({pgfind.SUPPORTED.start}-{pgfind.SUPPORTED.stop - 1}); install one of "
+            "those and point pg_bin at its bin directory")
+    return install, version
 
 
 def setting_problem(name: str) -> str | None:
@@ -192,15 +224,17 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
     if built.path is None:
         raise ResourceError(f"target {built.name} has no filesystem for PostgreSQL's data "
                             "directory; give the target a filesystem (fs: xfs)")
-    # The real directory, so psql and initdb match the server (/usr/local/bin may hold links).
-    bindir = Path(tools.require("postgres")).resolve().parent
+    install, version = find_install(config)
+    bindir = install.bindir
+    # initdb and the server run as postgres: they must reach their own programs too.
+    check_reachable(bindir)
     recipe = Recipe(tracker=scope)
     home = _private_dir(scope, workdir / "postgres")
     datadir = make_tree(scope, built.path / f"volbench-pgdata-{uuid.uuid4().hex[:8]}")
     _give_to_postgres(datadir)
     check_reachable(datadir)
-    recipe.run([str(bindir / "initdb"), "-D", str(datadir), "-U", PG_USER, "--auth=trust",
-                "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+    recipe.run([str(bindir / "initdb"), "-D", str(datadir),
+                *initdb_args(pgfind.major(version))],
                timeout=300, user=PG_USER, cwd=home,
                hint="see the initdb message above; the data directory is on the target")
     if tcp is not None:
@@ -211,6 +245,8 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
         server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
                               built, scope, entry, recipe, tcp)
         info = _describe(bindir, home, port, config, built)
+        info.update(bindir=str(bindir), found_by=install.found_by,
+                    pgbench_version=pgfind.version(install.program("pgbench")))
         if tcp is not None:
             info["tcp"] = {"listen_addresses": list(tcp.listen), "port": port,
                            "pg_hba": tcp.hba_lines()[1:]}
@@ -491,7 +527,7 @@ def _drop_shared_memory(shm_line: str, pid: int) -> None:
     for row in rows[1:]:
         seg = dict(zip(names, row.split(), strict=False))
         if seg.get("shmid") == parts[1] and seg.get("cpid") == str(pid) \
-                and seg.get("nattch") == "0" and tools.find("ipcrm"):
+                and seg.get("nattch") == "0" and shutil.which("ipcrm"):
             proc.run(["ipcrm", "-m", parts[1]], timeout=30, check=False)
 
 

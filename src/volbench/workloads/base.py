@@ -149,6 +149,10 @@ class WorkloadKind:
     # Workloads that take paths from the user (fio's options and job files): what would
     # reach outside the place a run may touch (pathcheck; checked before any run).
     confinement: Callable[[Any, Params, Place], list[Problem]] | None = None
+    # Programs found per spec rather than on PATH (PostgreSQL's): checked before anything
+    # is touched (raising an error that says how to install them); returns their versions
+    # for the checked environment, which `volbench compare` warns about.
+    programs: Callable[[Any], dict[str, str]] | None = None
 
 
 class LostHosts(ParseError):

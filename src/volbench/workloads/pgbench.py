@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench import fieldrules, hostinfo, units
+from volbench import fieldrules, hostinfo, pgfind, units
 from volbench.errors import ParseError
 from volbench.fields import Reader
 from volbench.hosts import HostSpec
@@ -180,7 +180,22 @@ def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
     elif not user["max_connections"].isdigit() or int(user["max_connections"]) < need:
         sr.problem("max_connections", f"must be at least {need} for {max_clients} clients",
                    "raise it or leave it out (volbench then sets it)")
-    return postgres.make_config(user)
+    return postgres.make_config(user, _pg_bin(r))
+
+
+def _pg_bin(r: Reader) -> str:
+    """The explicit installation (`pg_bin: DIR`), absolute; "" = let pgfind search."""
+    text = r.text("pg_bin", "")
+    if not text:
+        return ""
+    path = Path(text).expanduser().absolute()
+    if not path.is_dir():
+        r.problem("pg_bin", f"{path} is not a directory",
+                  "give the bin directory of a PostgreSQL installation, or leave pg_bin out")
+    elif lacking := pgfind.missing_programs(path):
+        r.problem("pg_bin", f"{path} has no {', '.join(lacking)}",
+                  "give the directory holding " + ", ".join(pgfind.PROGRAMS))
+    return str(path)
 
 
 def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
@@ -272,10 +287,15 @@ def _conn(ctx: RunContext) -> list[str]:
             "-U", s.get("user", postgres.PG_USER)]
 
 
-def _psql(ctx: RunContext, db: str) -> list[str]:
+def _program(ctx: RunContext, name: str) -> str:
+    """psql or pgbench of the server's own installation (same version as the server);
+    the bare name where no server runs yet (`volbench plan`)."""
     bindir = ctx.service.get("bindir")
-    psql = str(Path(bindir) / "psql") if bindir else "psql"
-    return [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", *_conn(ctx), "-d", db]
+    return str(Path(bindir) / name) if bindir else name
+
+
+def _psql(ctx: RunContext, db: str) -> list[str]:
+    return [_program(ctx, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", *_conn(ctx), "-d", db]
 
 
 def _init_args(spec: PgbenchSpec, params: Params) -> list[str]:
@@ -316,7 +336,8 @@ def setup(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
     steps = [Invocation((*_psql(ctx, "postgres"), "-c", f'DROP DATABASE IF EXISTS "{db}"',
                          "-c", f'CREATE DATABASE "{db}"'), timeout=300, throttled=False)]
     if params["mode"] == "run":
-        steps.append(Invocation(("pgbench", *_conn(ctx), *_init_args(spec, params), db),
+        steps.append(Invocation((_program(ctx, "pgbench"), *_conn(ctx),
+                                 *_init_args(spec, params), db),
                                 timeout=_init_timeout(params), throttled=False))
         steps.append(Invocation(
             (*_psql(ctx, db), "-At", "-c", "CHECKPOINT",
@@ -332,10 +353,11 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     if spec.clients_from and params["mode"] == "run":
         return _from_hosts(spec, params, ctx)
     if params["mode"] == "init":
-        return Invocation(("pgbench", *_conn(ctx), *_init_args(spec, params), db),
+        return Invocation((_program(ctx, "pgbench"), *_conn(ctx), *_init_args(spec, params), db),
                           timeout=_init_timeout(params), cwd=ctx.rundir, outputs=_facts(ctx),
                           throttled=False)
-    argv = ["pgbench", *_conn(ctx), "-c", str(params["clients"]), "-j", str(params["threads"])]
+    argv = [_program(ctx, "pgbench"), *_conn(ctx), "-c", str(params["clients"]),
+            "-j", str(params["threads"])]
     if "duration" in params:
         argv += ["-T", f"{params['duration']:.0f}"]
         timeout = 3 * float(params["duration"]) + 300
@@ -376,7 +398,10 @@ def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocatio
     if pgbench_hosts.CLIENTS not in ctx.service:  # `volbench plan`: what each host runs
         return command(client, params, replace(ctx, service={**ctx.service,
                                                               "host": "<server-address>"}))
-    return pgbench_hosts.command(ctx, lambda c: command(client, params, c), prepare, count)
+    # Client hosts run their own pgbench from their PATH: this machine's bindir may not
+    # exist there (a remote host), and the server's version is recorded per host anyway.
+    remote = replace(ctx, service={k: v for k, v in ctx.service.items() if k != "bindir"})
+    return pgbench_hosts.command(remote, lambda c: command(client, params, c), prepare, count)
 
 
 def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation]:
@@ -448,11 +473,17 @@ def working_set(spec: PgbenchSpec, params: Params) -> int | None:
     return database_bytes(int(params["scale"]))
 
 
+def programs(spec: PgbenchSpec) -> dict[str, str]:
+    """The server's and pgbench's versions of the installation this workload uses."""
+    install, version = postgres.find_install(spec.cluster)
+    return {"postgres": version, "pgbench": pgfind.version(install.program("pgbench"))}
+
+
 KIND = WorkloadKind(
     "pgbench", "pgbench on a throwaway PostgreSQL cluster on the target "
                "(mode × scale × clients × threads × duration × script)",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     after=after, service=open_service, service_key=service_key,
-    tools=("pgbench", "initdb", "postgres", "psql"), needs_root=True,
+    programs=programs, needs_root=True,
     working_set=working_set, partial_results=True,
 )

@@ -9,8 +9,9 @@ Formats (captured in tests/data/pgbench/):
 - progress on stderr (`-P`): `progress: 1.0 s, 2992.7 tps, lat 1.324 ms stddev 0.831,
   0 failed` (9.4 without `failed`; `--progress-timestamp` gives epoch seconds);
 - init on stderr: per-100000-row lines `100000 of 200000 tuples (50%) done (elapsed
-  0.05 s, remaining 0.05 s)` and `done in 0.21 s (drop tables 0.00 s, …)` (9.4: no
-  `done in` line);
+  0.05 s, remaining 0.05 s)` (18: `… (50%) of pgbench_accounts done …`) and `done in
+  0.21 s (drop tables 0.00 s, …)` (9.4: no `done in` line; 12 calls client-side
+  generation `generate`);
 - `-l` logs: per transaction `client_id tx_no time_us script_no epoch epoch_us …`, or
   with `--aggregate-interval` one line per interval
   `start count sum_lat sum_lat² min_lat max_lat …` (µs).
@@ -78,8 +79,11 @@ _PROGRESS = re.compile(rf"^progress: ({NUM}) s, ({NUM}) tps, lat ({NUM}) ms stdd
                        rf"(?:, (\d+) failed)?(?:, lag ({NUM}) ms)?")
 _DONE = re.compile(rf"^done in ({NUM}) s \((.*)\)\.?$")
 _PHASE = re.compile(rf"([a-z][a-z -]*?) ({NUM}) s(?:,|$)")
-_ROWS = re.compile(rf"^(\d+) of (\d+) tuples \(\d+%\) done \(elapsed ({NUM}) s, "
+# 18 names the table: `100000 of 200000 tuples (50%) of pgbench_accounts done (…)`.
+_ROWS = re.compile(rf"^(\d+) of (\d+) tuples \(\d+%\)(?: of \w+)? done \(elapsed ({NUM}) s, "
                    rf"remaining {NUM} s\)\.?$")
+# Init phases that 12 names differently from 13 on (13 added server-side generation, G).
+_PHASE_ALIASES = {"generate": "client_side_generate"}
 
 
 def _number(text: str, factor: float = 1.0) -> float | None:
@@ -255,7 +259,8 @@ def parse_init(text: str, source: str = "pgbench -i output") -> Parsed:
         if m:
             metrics.append(_metric("init_time", m.group(1), "s", 1.0, {}))
             for phase, value in _PHASE.findall(m.group(2)):
-                name = "init_" + re.sub(r"[^a-z0-9]+", "_", phase.strip()).strip("_")
+                phase = re.sub(r"[^a-z0-9]+", "_", phase.strip()).strip("_")
+                name = "init_" + _PHASE_ALIASES.get(phase, phase)
                 metrics.append(_metric(name, value, "s", 1.0, {}))
             continue
         m = _ROWS.match(line)

@@ -1,0 +1,70 @@
+"""Capture pgbench's outputs of one PostgreSQL installation into tests/data/pgbench/VERSION/.
+
+    .venv/bin/python tests/data/pgbench/capture.py BINDIR   (as root)
+
+A throwaway cluster (volbench's own, services/postgres.py) in /tmp/capture-pg-<major>,
+then each case below; .cmd holds the command (programs named without their directory)
+and the setup, .stdout/.stderr/.exitcode the streams apart. The cluster always goes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from volbench import journal, pgfind, proc
+from volbench.services import postgres
+from volbench.targets.base import Built
+
+HERE = Path(__file__).resolve().parent
+CASES = {
+    "version": ["--version"],
+    "init-s2": ["-i", "-s", "2"],
+    "init-s2-server-side-dtGvp": ["-i", "-s", "2", "-I", "dtGvp"],
+    "run-c4-j2-T3-P1": ["-c", "4", "-j", "2", "-T", "3", "-P", "1"],
+    "run-c2-t50": ["-c", "2", "-t", "50"],
+    "run-select-only-S": ["-c", "2", "-T", "2", "-S"],
+    "run-r-per-statement": ["-c", "2", "-T", "2", "-r"],
+}
+
+
+def main(bindir: Path) -> None:
+    install = pgfind.locate(bindir)
+    version = pgfind.version(install.program("pgbench"))
+    out = HERE / version
+    out.mkdir(exist_ok=True)
+    work = Path(f"/tmp/capture-pg-{pgfind.major(version)}")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "data").mkdir(parents=True)
+    (work / "svc").mkdir()
+    work.chmod(0o755)
+    config = postgres.make_config({}, str(bindir))
+    with journal.opened("capture") as jrnl, jrnl.scope() as scope, \
+            postgres.cluster(config, scope, Built("capture", "directory", work / "data"),
+                             work / "svc") as server:
+        conn = ["-h", str(server.sockdir), "-p", str(server.port), "-U", postgres.PG_USER]
+        proc.run([install.program("psql"), *conn, "-d", "postgres", "-c",
+                  "CREATE DATABASE bench"], timeout=60)
+        setup = (f"# setup: throwaway PostgreSQL {server.info['server_version']} cluster "
+                 f"(volbench's initdb options, unix socket only) from {bindir} (data directory "
+                 f"under {work}), client and server on the same 2-core Debian 12 machine; "
+                 f"pgbench {version}")
+        for case, args in CASES.items():
+            argv = [*(conn if case != "version" else []), *args,
+                    *(["bench"] if case != "version" else [])]
+            done = proc.run([install.program("pgbench"), *argv], timeout=300, check=False,
+                            cwd=work, env={"LC_ALL": "C"})
+            (out / f"{case}.stdout").write_text(done.stdout)
+            (out / f"{case}.stderr").write_text(done.stderr)
+            (out / f"{case}.exitcode").write_text(f"{done.returncode}\n")
+            (out / f"{case}.cmd").write_text(
+                proc.command_line(["pgbench", *argv]) + "\n" + setup + "\n"
+                f"# exit code {done.returncode} (also in {case}.exitcode); stdout and stderr "
+                "kept separately\n")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"captured {len(CASES)} cases into {out}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]).resolve())
