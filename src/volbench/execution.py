@@ -18,6 +18,7 @@ from volbench import cgroups, diskstats, proc
 from volbench.errors import VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
+from volbench.windows import with_windows
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -115,6 +116,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         try:
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode))
+            parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

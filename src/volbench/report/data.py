@@ -15,11 +15,12 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import checks, verdicts
+from volbench.report import checks, timeline, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import MergedPercentiles, merged_percentiles
+from volbench.report.timeline import TimeLine
 from volbench.report.verdicts import VerdictRow
 
 __all__ = ["HEADLINE", "CaseSummary", "Report", "RunExport", "build", "measured",
@@ -45,9 +46,10 @@ class RunExport:
 
 
 def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
-    """Metric names a report needs of each run: those it shows, and io_bytes for the
-    "did the disk do the work?" check."""
-    return {name for name, unit in kinds if selected(name, unit, options.metrics)} | {"io_bytes"}
+    """Metric names a report needs of each run: those it shows, io_bytes for the
+    "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
+    return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
+            | {"io_bytes", *timeline.SECONDS})
 
 
 @dataclass
@@ -64,6 +66,8 @@ class Report:
     stalls: dict[int, list[SeriesStalls]] = field(default_factory=dict)
     io_checks: dict[int, IoCheck] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
+    # Cases that burst or warm up, in words; their verdicts compare sustained levels.
+    time_lines: list[TimeLine] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -151,10 +155,15 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                             + (f"; {hint}" if (hint := did_you_mean(options.baseline, names))
                                else ""))
     report.thresholds = verdicts.thresholds(experiments)
-    report.verdicts = verdicts.against_baseline(report.summaries, report.baseline,
-                                                report.thresholds)
+    # A bursting run is judged on its sustained window (timeline.on_sustained).
+    sustained = timeline.on_sustained(runs)
+    judged = report.summaries if sustained is None else summarize_runs(sustained,
+                                                                       options.metrics)
+    report.verdicts = verdicts.against_baseline(judged, report.baseline, report.thresholds)
     report.percentiles = merged_percentiles(runs, totals)
     labels = {w: report.varying_params(w) for w in report.workloads()}
+    regimes = timeline.run_regimes(runs)
+    report.time_lines = timeline.time_lines(runs, regimes, labels)
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -174,6 +183,8 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *checks.caches_not_dropped(runs),
         *checks.case_checks(report.summaries, labels),
         *checks.stall_warnings(runs, report.stalls, labels),
+        *timeline.ended_inside(runs, regimes, labels),
+        *timeline.refills(runs, regimes, labels),
     ]
     return report
 
