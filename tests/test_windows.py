@@ -13,6 +13,7 @@ from volbench.runner import run_experiment
 from volbench.store import Store
 from volbench.windows import window_metrics, with_windows
 from volbench.workloads import fio
+from volbench.workloads.pgbench_parse import parse_progress
 
 LAB = DATA / "fio" / "3.33"
 
@@ -90,3 +91,15 @@ def test_throttled_loop_disks_never_burst(workdir: Path, tmp_path: Path) -> None
         names = {m.name for m in run.metrics}
         assert "burst_seconds" not in names and "warmup_seconds" not in names, run.target
         assert not any("window" in m.tags for m in run.metrics)
+
+
+def test_pgbench_progress_warming_up() -> None:
+    # pgbench 15's -P 1 lines (format of tests/data/pgbench/15/run-c4-j2-T3-P1.stderr):
+    # 8 s at ~300 tps while the cache warms, then ~1000 tps.
+    lines = [f"progress: {t}.0 s, {300 if t <= 8 else 1000}.{t % 7} tps, lat 3.1 ms "
+             "stddev 0.8, 0 failed" for t in range(1, 41)]
+    series = parse_progress("\n".join(lines))
+    found = {(m.name, m.tags.get("window", "")): m.value for m in window_metrics(series)}
+    assert found[("warmup_seconds", "")] == pytest.approx(8, abs=0.5)
+    assert found[("tps", "warmup")] == pytest.approx(300, rel=0.01)
+    assert found[("tps", "sustained")] == pytest.approx(1000, rel=0.01)
