@@ -28,7 +28,9 @@ def run_of(target: str, rep: int, started: float, levels: list[tuple[float, int]
     series = Series("iops", "op/s", tuple((float(t + 1), v) for t, v in enumerate(values)),
                     {"op": "read"})
     mean = sum(values) / len(values)
-    parsed = with_windows(Parsed((Metric("iops", mean, "op/s", {"op": "read"}),), (series,)))
+    whole = (Metric("iops", mean, "op/s", {"op": "read"}),
+             Metric("lat_mean", 32 / mean, "s", {"op": "read"}))
+    parsed = with_windows(Parsed(whole, (series,)))
     run = make_run(target, {}, rep, started=started)
     return RunResult(run.target, run.workload, run.params, rep, run.status, started,
                      started + len(values), parsed=parsed)
@@ -57,7 +59,11 @@ def test_bursting_target_is_judged_on_its_sustained_level(tmp_path: Path) -> Non
     assert {("bursty", ""), ("bursty", "burst"), ("bursty", "sustained")} <= shown
     (line,) = rep.time_lines
     assert line.text == ("bursty w: bursty read: 2,501 IOPS for 16 s, then 500 IOPS "
-                         "sustained; compared on sustained")
+                         "sustained; compared on sustained (whole-run latencies, which mix "
+                         "both, are not judged)")
+    # The whole-run latency mixes both windows: not judged for this case.
+    assert not [v for v in rep.verdicts if v.candidate.metric == "lat_mean"]
+    assert [s.target for s in rep.summaries if s.metric == "lat_mean"] == ["flat", "bursty"]
     refill = [w for w in rep.warnings if w.kind == "burst-refill"]
     assert len(refill) == 1 and "25 s, 16 s, 16 s" in refill[0].message
     text = MarkdownExporter().render(rep, ReportOptions())

@@ -75,7 +75,7 @@ def test_throttled_loop_disks_never_burst(workdir: Path, tmp_path: Path) -> None
     tool("fio")
     doc = {
         "name": "flat-caps", "workdir": str(workdir),
-        "targets": [{"name": f"cap{cap}", "type": "loopdisk", "size": "256M",
+        "targets": [{"name": f"cap{cap}", "type": "loopdisk", "size": "320M",
                      "limits": {"read_iops": cap}} for cap in (300, 800)],
         "workloads": [{"name": "r", "tool": "fio", "rw": "randread", "bs": "4k",
                        "iodepth": 8, "size": "64M", "runtime": "10s"}],

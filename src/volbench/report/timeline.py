@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from volbench import metricinfo
 from volbench.model import Metric, Params, Parsed, RunResult, Status, canonical_json, params_key
 from volbench.report.checks import ReportWarning, describe_case
 from volbench.units import format_value
@@ -93,7 +94,11 @@ def _tags_key(tags: Mapping[str, str]) -> str:
 
 def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
     """The runs with each whole-run metric replaced by its sustained window, where there is
-    one, and the window metrics left out; None when no run has windows."""
+    one, and the window metrics left out; None when no run has windows.
+
+    A comparable metric of a windowed operation that has no per-second series (fio's mean
+    latency and percentiles) is left out too: its whole-run figure mixes burst and
+    sustained, and judging it would contradict "compared on sustained"."""
     out: list[RunResult] = []
     changed = False
     for run in runs:
@@ -103,15 +108,24 @@ def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
             out.append(run)
             continue
         changed = True
+        windowed = {m.tags.get("op", "") for m in sustained.values()}
         metrics = tuple(
             dataclasses.replace(m, value=sustained[(m.name, _tags_key(m.tags))].value)
             if (m.name, _tags_key(m.tags)) in sustained else m
             for m in run.metrics
-            if WINDOW not in m.tags and m.name not in SECONDS
+            if _kept(m, sustained, windowed)
         )
         parsed = Parsed(metrics, run.parsed.series, run.parsed.histograms)
         out.append(dataclasses.replace(run, parsed=parsed))
     return out if changed else None
+
+
+def _kept(m: Metric, sustained: Mapping[tuple[str, str], Metric], windowed: set[str]) -> bool:
+    if WINDOW in m.tags or m.name in SECONDS:
+        return False
+    return ((m.name, _tags_key(m.tags)) in sustained
+            or m.tags.get("op", "") not in windowed
+            or not metricinfo.comparable(m.name, m.unit, m.tags))
 
 
 @dataclass(frozen=True)
@@ -153,7 +167,7 @@ def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegim
         word = "bursty" if kind == "burst" else "warms up"
         op = f" {key[3]}" if key[3] else ""
         text = (f"{word}{op}: {level} for {seconds:.0f} s, then {sustained} sustained{share}; "
-                "compared on sustained")
+                "compared on sustained (whole-run latencies, which mix both, are not judged)")
         case = describe_case(first.target, first.workload, _label(first, labels))
         out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
     return out
