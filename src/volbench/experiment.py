@@ -32,6 +32,8 @@ from volbench.hosts import HostSpec, parse_hosts
 from volbench.lab.spec import LabSpec
 from volbench.lab.spec import parse_section as parse_lab_section
 from volbench.model import digest
+from volbench.steadyspec import SteadySpec
+from volbench.steadyspec import parse as parse_steady
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
 from volbench.targets.multihost import bind_hosts
@@ -80,6 +82,8 @@ class Experiment:
     hosts: tuple[HostSpec, ...] = ()
     # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it.
     lab: LabSpec | None = None
+    # The SNIA steady-state rule over rounds (the `steady:` section), or None.
+    steady: SteadySpec | None = None
 
     @property
     def spec_hash(self) -> str:
@@ -161,6 +165,7 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         document=document if isinstance(document, dict) else {},
         hosts=hosts,
         lab=parse_lab_section(r),
+        steady=parse_steady(r),
     )
     if experiment.repeat.adaptive and experiment.order == "sequential":
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "

@@ -15,7 +15,7 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import checks, timeline, verdicts
+from volbench.report import checks, steadiness, timeline, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
@@ -155,15 +155,18 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                             + (f"; {hint}" if (hint := did_you_mean(options.baseline, names))
                                else ""))
     report.thresholds = verdicts.thresholds(experiments)
-    # A bursting run is judged on its sustained window (timeline.on_sustained).
-    sustained = timeline.on_sustained(runs)
-    judged = report.summaries if sustained is None else summarize_runs(sustained,
-                                                                       options.metrics)
+    labels = {w: report.varying_params(w) for w in report.workloads()}
+    # Runs before a case's steady window (the experiment's steady:) are not judged, and a
+    # bursting run is judged on its sustained window (timeline.on_sustained).
+    steady = steadiness.steadiness(report.summaries, steadiness.spec_of(experiments), labels)
+    kept = [r for i, r in enumerate(runs) if i not in steady.before]
+    sustained = timeline.on_sustained(kept)
+    judged = (report.summaries if sustained is None and not steady.before
+              else summarize_runs(sustained or kept, options.metrics))
     report.verdicts = verdicts.against_baseline(judged, report.baseline, report.thresholds)
     report.percentiles = merged_percentiles(runs, totals)
-    labels = {w: report.varying_params(w) for w in report.workloads()}
     regimes = timeline.run_regimes(runs)
-    report.time_lines = timeline.time_lines(runs, regimes, labels)
+    report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -185,6 +188,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *checks.stall_warnings(runs, report.stalls, labels),
         *timeline.ended_inside(runs, regimes, labels),
         *timeline.refills(runs, regimes, labels),
+        *steady.warnings,
     ]
     return report
 
