@@ -7,13 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from conftest import tool
 from test_report import load, make_db, make_run
+from volbench.adaptive import Pending
 from volbench.errors import ExperimentError
 from volbench.experiment import parse_document
+from volbench.model import Metric, Parsed, RunResult, Status
+from volbench.runner import run_experiment
 from volbench.stats import Verdict
 from volbench.stats.steady import steady_state
 from volbench.stats.validation import StatisticsInputError
+from volbench.steadyrounds import unsteady
 from volbench.steadyspec import SteadySpec
+from volbench.store import Store
 
 
 def test_a_device_that_settles_after_filling() -> None:
@@ -94,6 +100,10 @@ def test_steady_section_of_an_experiment() -> None:
            "steady": {"metric": "iops", "window": 5, "range": "20%", "slope": 0.1}}
     assert parse_document(doc).steady == SteadySpec("iops", 5, 0.2, 0.1)
     assert parse_document({**doc, "steady": {}}).steady == SteadySpec()
+    # until: steady without a steady: section takes the SNIA defaults
+    rule = parse_document({**doc, "steady": None, "repeat": {"min": 2, "max": 9,
+                                                             "until": "steady"}})
+    assert rule.steady == SteadySpec() and rule.repeat.adaptive
     doc["steady"] = {"window": 1, "range": "120%", "slop": 1}
     with pytest.raises(ExperimentError) as caught:
         parse_document(doc)
@@ -103,3 +113,37 @@ def test_steady_section_of_an_experiment() -> None:
         "(write it as 20% or 0.2)",
         "steady.slop: unknown field (did you mean 'slope'?)",
     ]
+
+
+def test_cases_still_unsteady() -> None:
+    def runs(target: str, values: list[float]) -> list[RunResult]:
+        return [RunResult(target, "w", {"rw": "randwrite"}, i + 1, Status.OK, float(i), i + 1.0,
+                          parsed=Parsed((Metric("iops", v, "op/s", {"op": "write"}),
+                                         Metric("iops", 9e9, "op/s",
+                                                {"op": "write", "window": "burst"}))))
+                for i, v in enumerate(values)]
+
+    spec = SteadySpec(window=3)
+    settled = runs("ssd", [9000, 5000, 4000, 4010, 3990])
+    falling = runs("aging", [4000, 3600, 3240, 2916])
+    assert unsteady(settled + falling, spec) == {Pending("aging", "w", '{"rw":"randwrite"}')}
+    assert unsteady(settled[:3], spec) == {Pending("ssd", "w", '{"rw":"randwrite"}')}
+
+
+@pytest.mark.root
+def test_repeat_until_steady_stops_when_the_rule_holds(workdir: Path, tmp_path: Path) -> None:
+    tool("fio")
+    doc = {
+        "name": "until-steady", "workdir": str(workdir),
+        "targets": [{"name": "capped", "type": "loopdisk", "size": "320M",
+                     "limits": {"read_iops": 400}}],
+        "workloads": [{"name": "r", "tool": "fio", "rw": "randread", "size": "16M",
+                       "runtime": "2s"}],
+        "repeat": {"min": 2, "max": 6, "until": "steady"},
+        "steady": {"window": 3},
+    }
+    outcome = run_experiment(parse_document(doc), db=tmp_path / "s.db")
+    with Store(tmp_path / "s.db") as store:
+        runs = store.runs([outcome.experiment_id])
+    # a 400 IOPS cap is steady at once: the first window of 3 rounds holds
+    assert len(runs) == 3 and all(r.status is Status.OK for r in runs)

@@ -43,7 +43,7 @@ from volbench.workloads.pgbench_hosts import bind_client_hosts
 
 ORDERS = ("interleaved", "shuffled", "sequential")
 DEFAULT_WORKDIR = Path("/var/tmp/volbench")
-UNTIL = ("decided",)
+UNTIL = ("decided", "steady")
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,8 @@ def parse_document(document: Any, source: str = "experiment") -> Experiment:
         lab=parse_lab_section(r),
         steady=parse_steady(r),
     )
+    if experiment.repeat.until == "steady" and experiment.steady is None:
+        experiment = replace(experiment, steady=SteadySpec())  # the SNIA defaults
     if experiment.repeat.adaptive and experiment.order == "sequential":
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
