@@ -17,6 +17,7 @@ from volbench.report.markdown import MarkdownExporter
 from volbench.report.options import ReportOptions
 from volbench.report.terminal import TerminalExporter
 from volbench.stats import Verdict
+from volbench.store import Store
 from volbench.windows import with_windows
 
 
@@ -100,3 +101,32 @@ def test_series_chart_shades_the_windows_and_the_page_says_what_is_compared(
     assert "blue: burst / warm-up windows" in chart.svg
     page = HtmlExporter().render(rep, ReportOptions())
     assert '<ul class="time"><li>time: bursty w: bursty read: ' in page
+
+
+def test_a_short_run_on_a_bursting_lab_disk_is_named(tmp_path: Path) -> None:
+    # 2500/500 IOPS with burst_seconds 20: a rested disk bursts for 25 s; 10 s runs never
+    # leave the burst, so their detector sees a flat run at 2,500 IOPS.
+    env = {"lab": {"disks": [
+        {"name": "b1", "device": "/dev/disk/by-id/virtio-b1", "class": "gp2-like",
+         "caps": {"iops": 500, "burst_iops": 2500, "burst_seconds": 20}},
+        {"name": "f1", "device": "/dev/disk/by-id/virtio-f1", "class": "flat",
+         "caps": {"iops": 500}}]}}
+    runs = [run_of(t, i + 1, i * 100.0 + k * 50, [(level, 10)], seed=i)
+            for i in range(3) for k, (t, level) in enumerate((("flat", 500.0),
+                                                               ("bursty", 2500.0)))]
+    path = tmp_path / "l.db"
+    with Store(path) as store:
+        exp = store.begin_experiment("lab", "h", {"name": "lab"}, env, None)
+        for name, disk in (("flat", "f1"), ("bursty", "b1")):
+            store.save_target(exp, name, "disk", "built",
+                              {"disk": {"listed": f"/dev/disk/by-id/virtio-{disk}"}})
+        for r in runs:
+            store.save_run(exp, r)
+        store.set_status(exp, "done")
+    rep = load(path)
+    (warning,) = [w for w in rep.warnings if w.kind == "time-window"]
+    assert warning.message == (
+        "bursty w: 3 run(s) ended inside the burst of their lab disk (e.g. rep 1: 2,497 IOPS "
+        "in 10 s; the class bursts for up to 25 s from a rested disk, then holds 500 IOPS): "
+        "the figure is the burst; run longer than 48 s to see the sustained level")
+    assert warning.target == "bursty" and len(warning.runs) == 3

@@ -15,7 +15,7 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import checks, steadiness, timeline, verdicts
+from volbench.report import checks, labburst, steadiness, timeline, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
@@ -189,6 +189,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *timeline.ended_inside(runs, regimes, labels),
         *timeline.refills(runs, regimes, labels),
         *steady.warnings,
+        *labburst.short_runs(runs, targets, report.environment, labels),
     ]
     return report
 
