@@ -11,6 +11,7 @@ from volbench.stats.changepoint import (
     FLAT,
     TOO_SHORT,
     WARMUP,
+    median3,
     noise_sigma,
     pelt,
     regimes,
@@ -27,6 +28,14 @@ def test_pelt_finds_exact_steps_without_noise() -> None:
     values = [10.0] * 10 + [20.0] * 10 + [5.0] * 10
     assert pelt(values, penalty=1.0) == [10, 20]
     assert pelt([3.0] * 30, penalty=1.0) == []
+
+
+def test_single_wild_seconds_make_no_regime() -> None:
+    values = noisy([(500, 60)], 0.01)
+    for i in (1, 4, 7):  # a spike every third second early on: 3-s segment means would rise
+        values[i] = 2500.0
+    assert regimes(values).kind == FLAT
+    assert median3([1.0, 9.0, 1.0, 1.0, 5.0, 5.0, 5.0]) == [1.0, 1.0, 1.0, 1.0, 5.0, 5.0, 5.0]
 
 
 def test_noise_estimate_ignores_a_level_shift() -> None:
@@ -116,5 +125,5 @@ def false_burst_rate(cv: float, trials: int, n: int = 60, heavy: bool = False) -
                                             (0.05, True)])
 def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
     # 300 seeded 60 s flat series each; bench/changepoint_rates.py measures 1000 (docs/time.md):
-    # 0.0-0.1 % with normal noise up to cv 20 %, 1.7-2.0 % with t3 tails (wild seconds)
-    assert false_burst_rate(cv, 300, heavy=heavy) <= (0.03 if heavy else 0.01)
+    # 0.0-0.1 % with normal noise up to cv 20 %, 0.2 % with t3 tails (wild seconds)
+    assert false_burst_rate(cv, 300, heavy=heavy) <= 0.01
