@@ -6,6 +6,7 @@ volbench.windows, stored and loaded through the Store.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from test_report import load, make_db, make_run
 from volbench.model import Metric, Parsed, RunResult, Series
 from volbench.report.charts import all_charts
 from volbench.report.html import HtmlExporter
+from volbench.report.jsonout import JsonExporter
 from volbench.report.markdown import MarkdownExporter
 from volbench.report.options import ReportOptions
 from volbench.report.terminal import TerminalExporter
@@ -69,6 +71,9 @@ def test_bursting_target_is_judged_on_its_sustained_level(tmp_path: Path) -> Non
     assert len(refill) == 1 and "25 s, 16 s, 16 s" in refill[0].message
     text = MarkdownExporter().render(rep, ReportOptions())
     assert f"- time: {line.text}" in text
+    data = json.loads(JsonExporter().render(rep, ReportOptions()))
+    assert data["time"] == [{"target": "bursty", "workload": "w", "params": line.params,
+                             "text": line.text}]
     assert f"time: {line.text}" in TerminalExporter().render(rep, ReportOptions())
 
 
