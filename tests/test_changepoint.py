@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -127,3 +128,17 @@ def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
     # 300 seeded 60 s flat series each; bench/changepoint_rates.py measures 1000 (docs/time.md):
     # 0.0-0.1 % with normal noise up to cv 20 %, 0.2 % with t3 tails (wild seconds)
     assert false_burst_rate(cv, 300, heavy=heavy) <= 0.01
+
+
+def test_a_three_hour_run_is_segmented_fast_and_to_the_second() -> None:
+    # 10 800 s (pgbench -T 10800): segmented on 18-s block means (MAX_POINTS), boundary
+    # placed on the raw seconds; plain PELT took 3 minutes on this length.
+    values = [2500.0] * 1507 + [1300.0] + noisy([(500, 9292)], 0.01)
+    started = time.monotonic()
+    found = regimes(values)
+    assert time.monotonic() - started < 10
+    assert found.kind == BURST and found.boundary == 1507
+    assert found.burst_seconds == pytest.approx(1507.4, abs=0.05)
+    assert regimes(noisy([(500, 10800)], 0.05)).kind == FLAT
+    warm = noisy([(300, 400), (1000, 3200)], 0.05)
+    assert regimes(warm).warmup_seconds == pytest.approx(400, abs=1)

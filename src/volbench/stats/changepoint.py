@@ -47,6 +47,8 @@ PENALTY = 6.0
 NOISE_FLOOR = 0.005
 MIN_SIZE = 3
 MIN_CHANGE = 0.10
+# Longer series are segmented on block means (see regimes).
+MAX_POINTS = 600
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ def regimes(
     The sustained level is the last segment's; the early window is the longest leading run
     of segments all above it (burst) or all below it (warmup) by `min_change`. A series
     shorter than 2 * min_size + 1 samples cannot show two regimes: kind "too short".
+    Beyond MAX_POINTS samples the segments are found on means of k = ceil(n / MAX_POINTS)
+    samples (min_size blocks, not samples), the boundary then placed on the raw samples.
     """
     if not values:
         return Regimes(TOO_SHORT, (), 0, None, 0.0, 0.0, 0)
@@ -199,14 +203,19 @@ def regimes(
     whole = [Segment(0, n, statistics.fmean(sample))]
     if n < 2 * min_size + 1:
         return Regimes(TOO_SHORT, tuple(whole), 0, None, 0.0, whole[0].level, n)
+    # PELT's pruning does little on a flat series (10 800 s took 3 minutes): a long run is
+    # segmented on means of k-second blocks, at most MAX_POINTS of them, then the
+    # boundary is placed to the second on the raw samples.
+    k = math.ceil(n / MAX_POINTS)
+    coarse = sample if k == 1 else [statistics.fmean(sample[i : i + k]) for i in range(0, n, k)]
     scale = statistics.median(abs(v) for v in sample)
-    sigma = max(noise_sigma(sample), NOISE_FLOOR * scale)
+    sigma = max(noise_sigma(coarse), NOISE_FLOOR * scale)
     if sigma == 0.0:
         return Regimes(FLAT, tuple(whole), 0, None, 0.0, whole[0].level, n)
     # Segmented on a running median of 3: one wild second (heavy-tailed noise) cannot
     # make a segment, and a step keeps its edge; levels come from the raw samples.
-    points = pelt(median3(sample), penalty * math.log(n) * sigma * sigma, min_size)
-    segs = merge_close(sample, _segments(sample, points), min_change)
+    points = pelt(median3(coarse), penalty * math.log(len(coarse)) * sigma * sigma, min_size)
+    segs = merge_close(sample, _segments(sample, [p * k for p in points]), min_change)
     last = segs[-1].level
     side = 0
     early = 0
@@ -217,7 +226,10 @@ def regimes(
         side, early = here, early + 1
     if early == 0:
         return Regimes(FLAT, tuple(segs), 0, None, 0.0, statistics.fmean(sample), n)
-    boundary = _refine(sample, segs[early].start, min_size)
+    boundary = segs[early].start
+    if k > 1:  # the block holding the change may have gone to the sustained side
+        boundary = _advance(sample, boundary, segs[early].end, k)
+    boundary = _refine(sample, boundary, min_size * k)
     early_level = statistics.fmean(sample[:boundary])
     # The first sustained second may straddle the change: the level is taken after it.
     sustained = statistics.fmean(sample[boundary + 1 :])
@@ -227,6 +239,18 @@ def regimes(
         return Regimes(FLAT, tuple(segs), 0, None, 0.0, statistics.fmean(sample), n)
     kind = BURST if side > 0 else WARMUP
     return Regimes(kind, tuple(segs), boundary, early_level, seconds, sustained, n)
+
+
+def _advance(sample: Sequence[float], boundary: int, end: int, steps: int) -> int:
+    """Move the boundary forward over samples nearer the early level than the sustained."""
+    early = statistics.median(sample[:boundary])
+    sustained = statistics.median(sample[boundary:end])
+    for _ in range(steps):
+        value = sample[boundary]
+        if boundary + 1 >= end or abs(value - early) >= abs(value - sustained):
+            break
+        boundary += 1
+    return boundary
 
 
 def _refine(sample: Sequence[float], boundary: int, steps: int) -> int:
