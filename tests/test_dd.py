@@ -16,6 +16,7 @@ from volbench.model import RunResult, Status
 from volbench.runner import run_experiment
 from volbench.store import Store
 from volbench.targets.base import Built
+from volbench.windows import window_metrics
 from volbench.workloads import dd
 from volbench.workloads.base import RunContext
 
@@ -53,9 +54,20 @@ def test_rate_is_bytes_over_seconds_and_agrees_with_dd(path: Path) -> None:
         assert got["bw"].value == 0
 
 
-def test_progress_updates_are_not_the_summary() -> None:
+def test_progress_updates_are_not_the_summary_but_the_series() -> None:
     parsed = dd.parse_text((DD / "coreutils-9.1/status-progress.stderr").read_text())
     assert next(m.value for m in parsed.metrics if m.name == "bytes") == 400000 * 512
+    (series,) = parsed.series
+    assert series.name == "bw" and series.unit == "B/s" and len(series.points) == 31
+    assert series.points[0] == (1.0, 6819840.0)
+    assert series.points[1] == (2.0, 13239808.0 - 6819840.0)
+    assert all(4.9e6 < v < 7.7e6 for _, v in series.points)
+    assert window_metrics(series=parsed.series) == []  # a loop disk's steady 6.6 MB/s
+
+
+def test_a_summary_without_progress_has_no_series() -> None:
+    parsed = dd.parse_text((DD / "coreutils-9.1/write-256m-direct.stderr").read_text())
+    assert parsed.series == ()
 
 
 def test_partial_records_are_noted() -> None:
@@ -116,6 +128,7 @@ def test_cases_and_command_lines(tmp_path: Path) -> None:
     assert f"of={tmp_path}/volbench-dd-256M.dat" in rewrite
     assert not any(a.startswith("conv=") for a in fresh) and "fresh" in " ".join(fresh)
     assert "iflag=direct" in read and f"if={tmp_path}/volbench-dd-256M.dat" in read
+    assert rewrite[-1] == fresh[-1] == read[-1] == "status=progress"  # the per-second series
     assert (
         dd.setup_key(spec, cases[0]) == dd.setup_key(spec, cases[2]) != dd.setup_key(spec, cases[1])
     )

@@ -34,7 +34,7 @@ from volbench.lab.guest import guest_cwd, script
 from volbench.lab.labrun import lab_of
 from volbench.lab.spec import DEFAULT_CLASSES, WRITE_BACK, DiskClass, parse
 from volbench.lab.vm import find_vng
-from volbench.report.table import environment_rows
+from volbench.report.table import environment_rows, lab_disk_text
 from volbench.store import Store
 
 MiB = 1024**2
@@ -152,6 +152,68 @@ def test_write_cache_of_a_class(tmp_path: Path) -> None:
     assert problems == [
         "lab.classes.cloud.write_cache: 'writethrough' is not one of: write-back, "
         "write-through (did you mean 'write-through'?)"
+    ]
+
+
+def test_bursting_class_becomes_qemu_bucket_options(tmp_path: Path) -> None:
+    spec, problems = lab(
+        {
+            "disks": [{"name": "g", "class": "gp2-like"}, {"name": "w", "class": "rw"}],
+            "classes": {
+                "gp2-like": {"iops": 500, "burst_iops": 2500, "burst_seconds": 20},
+                "rw": {"read_bps": "20M", "write_bps": "10M", "burst_read_bps": "60M",
+                       "burst_write_bps": "30M", "burst_seconds": 10},
+            },
+        }
+    )
+    assert problems == []
+    opts = qemu_options(spec, [tmp_path / "g.raw", tmp_path / "w.raw"])
+    drives = [opts[i + 1] for i, o in enumerate(opts) if o == "-drive"]
+    assert drives[0].endswith(
+        "throttling.iops-total=500,throttling.iops-total-max=2500,"
+        "throttling.iops-total-max-length=20"
+    )
+    assert (
+        "throttling.bps-read-max=62914560,throttling.bps-read-max-length=10,"
+        "throttling.bps-write-max=31457280,throttling.bps-write-max-length=10"
+    ) in drives[1]
+    described = {d["name"]: d for d in spec.describe()["disks"]}
+    assert described["g"]["caps"] == {"iops": 500, "burst_iops": 2500, "burst_seconds": 20}
+    assert described["w"]["caps"]["burst_read_bps"] == 60 * MiB
+    assert lab_disk_text(described["g"]) == (
+        "gp2-like: iops 500, burst_iops 2500, burst_seconds 20 s, write-through; 1 GiB"
+    )
+    assert "flat" not in spec.classes and spec.classes["standard"].caps() == {
+        "iops": 500, "bps": 50 * MiB,
+    }
+
+
+def test_bursting_class_problems() -> None:
+    _, problems = lab(
+        {
+            "classes": {
+                "low": {"iops": 500, "burst_iops": 400, "burst_seconds": 20},
+                "nobase": {"bps": "50M", "burst_iops": 2000, "burst_seconds": 20},
+                "nolength": {"iops": 500, "burst_iops": 2000},
+                "zero": {"iops": 500, "burst_iops": 2000, "burst_seconds": 0},
+                "lonely": {"iops": 500, "burst_seconds": 20},
+                "cpu": {"iops": 500, "burst_iops": 8000, "burst_seconds": 20},
+            }
+        }
+    )
+    assert problems == [
+        "lab.classes.low.burst_iops: 400 must be above iops, 500 (raise burst_iops, or remove "
+        "it for a flat disk)",
+        "lab.classes.nobase.burst_iops: a burst rises above a cap, and iops is not set (set "
+        "iops, the sustained rate, or remove burst_iops)",
+        "lab.classes.nolength.burst_iops: a burst needs its length (add burst_seconds: how "
+        "long a full bucket lasts at the burst rate)",
+        "lab.classes.zero.burst_seconds: must be at least 1, got 0",
+        "lab.classes.lonely.burst_seconds: a burst length without a burst rate (add "
+        "burst_iops or burst_bps, or remove burst_seconds)",
+        "lab.classes.cpu.burst_iops: 8000 is more than the emulated CPU can drive (it tops "
+        "out near 10k IOPS, so the CPU and not the cap would set the speed) (keep caps at or "
+        "below 5000, or use accel: kvm where KVM works)",
     ]
 
 

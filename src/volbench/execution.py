@@ -19,6 +19,7 @@ from volbench import cgroups, diskstats, proc, space
 from volbench.errors import ResourceError, VolbenchError, key_lines
 from volbench.model import Params, Parsed, RunResult, Status
 from volbench.targets.base import Built
+from volbench.windows import with_windows
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -132,6 +133,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
                 ctx.host))
+            parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

@@ -34,6 +34,8 @@ from volbench.lab.spec import LabSpec
 from volbench.lab.spec import parse_section as parse_lab_section
 from volbench.limits import Limits
 from volbench.model import digest
+from volbench.steadyspec import SteadySpec
+from volbench.steadyspec import parse as parse_steady
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
 from volbench.targets.multihost import bind_hosts
@@ -43,7 +45,7 @@ from volbench.workloads.pgbench_hosts import bind_client_hosts
 
 ORDERS = ("interleaved", "shuffled", "sequential")
 DEFAULT_WORKDIR = Path("/var/tmp/volbench")
-UNTIL = ("decided",)
+UNTIL = ("decided", "steady")
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Experiment:
     hosts: tuple[HostSpec, ...] = ()
     # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it.
     lab: LabSpec | None = None
+    # The SNIA steady-state rule over rounds (the `steady:` section), or None.
+    steady: SteadySpec | None = None
 
     @property
     def spec_hash(self) -> str:
@@ -248,7 +252,10 @@ def parse_document(document: Any, source: str = "experiment",
         document=document if isinstance(document, dict) else {},
         hosts=hosts,
         lab=parse_lab_section(r),
+        steady=parse_steady(r),
     )
+    if experiment.repeat.until == "steady" and experiment.steady is None:
+        experiment = replace(experiment, steady=SteadySpec())  # the SNIA defaults
     if experiment.repeat.adaptive and experiment.order == "sequential":
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")

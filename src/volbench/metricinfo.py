@@ -90,6 +90,10 @@ KNOWN: dict[str, MetricInfo] = {
     "sys": MetricInfo("system CPU time", None),
     "other": MetricInfo("I/O time (real − user − sys)", False, "time"),
     # dd and hdparm report "bw" (B/s) like fio; hdparm tags it test=cached|disk.
+    # How long a run's burst or warm-up window lasted (windows.py): what the disk did, not
+    # a speed to compare.
+    "burst_seconds": MetricInfo("burst length", None),
+    "warmup_seconds": MetricInfo("warm-up length", None),
 }
 
 

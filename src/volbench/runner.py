@@ -37,6 +37,8 @@ from volbench.model import RunResult, Status, canonical_json
 from volbench.mounts import make_dir, make_tree
 from volbench.plan import Group, Plan, PlannedRun, make_plan
 from volbench.recipe import Recipe
+from volbench.steadyrounds import unsteady
+from volbench.steadyspec import SteadySpec
 from volbench.store import Store
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import BuildContext, Built, open_target, placeholder
@@ -339,6 +341,9 @@ class Session:
                start: int) -> None:
         """Extra interleaved rounds for the target/case pairs not yet decided."""
         exp = self.exp
+        if exp.repeat.until == "steady" and exp.steady is not None:
+            self._until_steady(built, done, start, exp.steady)
+            return
         baseline = exp.baseline or exp.targets[0].name
         design = adaptive.design(exp.repeat.min, exp.repeat.max)
         for repetition in range(start + 1, exp.repeat.max + 1):
@@ -360,6 +365,26 @@ class Session:
             self.progress.note(f"some comparisons are still undecided after repeat.max = "
                                f"{exp.repeat.max} rounds; the report says how many runs each "
                                "would need")
+
+
+    def _until_steady(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
+                      start: int, spec: SteadySpec) -> None:
+        """Extra rounds for each target's cases until the SNIA rule holds (steadyrounds)."""
+        for repetition in range(start + 1, self.exp.repeat.max + 1):
+            todo = unsteady(self.store.runs([self.id]), spec)
+            if not todo:
+                self.progress.note(f"every case steady after {repetition - 1} rounds")
+                return
+            wanted = {(p.target, p.workload, p.params_key) for p in todo}
+            runs = [r for r in self.plan.round(repetition) if
+                    (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
+            self.progress.note(f"round {repetition}: {len(todo)} case(s) not steady yet, "
+                               f"{len(runs)} more run(s)")
+            self.progress.more(len(runs))
+            self._run_all(runs, built, done)
+        if unsteady(self.store.runs([self.id]), spec):
+            self.progress.note(f"some cases are still not steady after repeat.max = "
+                               f"{self.exp.repeat.max} rounds; the report names them")
 
 
 def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,

@@ -34,6 +34,13 @@ A class also says what a flush costs (`write_cache`):
   write-through, 205 write-back), and it varies with the host's load. Choose it to study
   flushes (examples/seed000-flush-fanout.yaml).
 Seed 000's LVM over 25 disks is where this decides the result (docs/seeds.md).
+
+A class may burst like a cloud disk on credits: `burst_iops` (or `burst_bps`, or the
+per-direction `burst_read_iops` …) above its cap, from a bucket of `burst_seconds`
+(QEMU's `throttling.iops-total-max` and `…-max-length`). QEMU's bucket fills at the burst
+rate minus the cap, so a full burst lasts burst * burst_seconds / (burst - cap) seconds
+from an idle disk, and an idle disk earns it back in burst * burst_seconds / cap seconds
+(measured, docs/lab.md).
 """
 
 from __future__ import annotations
@@ -65,6 +72,17 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 WRITE_BACK, WRITE_THROUGH = "write-back", "write-through"
 WRITE_CACHES = (WRITE_BACK, WRITE_THROUGH)
 CAP_KEYS = ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
+# Each burst rate raises the cap of the same name: burst_iops over iops, …
+BURST_KEYS = tuple(f"burst_{k}" for k in CAP_KEYS)
+# QEMU's -drive throttling names for each cap.
+_QEMU_NAMES = {
+    "iops": "iops-total",
+    "read_iops": "iops-read",
+    "write_iops": "iops-write",
+    "bps": "bps-total",
+    "read_bps": "bps-read",
+    "write_bps": "bps-write",
+}
 
 
 @dataclass(frozen=True)
@@ -79,9 +97,17 @@ class DiskClass:
     read_bps: int | None = None
     write_bps: int | None = None
     write_cache: str = field(default=WRITE_THROUGH, kw_only=True)
+    # Burst rates, by the cap they raise ("iops" -> 2500), and the bucket in seconds.
+    bursts: Mapping[str, int] = field(default_factory=dict, kw_only=True)
+    burst_seconds: int | None = field(default=None, kw_only=True)
 
     def caps(self) -> dict[str, int]:
-        return {k: v for k in CAP_KEYS if (v := getattr(self, k)) is not None}
+        """The caps, then the burst rates and their length (recorded with the disks)."""
+        caps = {k: v for k in CAP_KEYS if (v := getattr(self, k)) is not None}
+        caps |= {f"burst_{k}": v for k, v in self.bursts.items()}
+        if self.burst_seconds is not None and self.bursts:
+            caps["burst_seconds"] = self.burst_seconds
+        return caps
 
     def qemu_cache(self) -> list[str]:
         """`-drive` cache options: O_DIRECT on the image either way (the host's page cache
@@ -99,16 +125,16 @@ class DiskClass:
         return []
 
     def qemu_throttling(self) -> list[str]:
-        """`-drive` options that make QEMU enforce the caps."""
-        names = {
-            "iops": "iops-total",
-            "read_iops": "iops-read",
-            "write_iops": "iops-write",
-            "bps": "bps-total",
-            "read_bps": "bps-read",
-            "write_bps": "bps-write",
-        }
-        return [f"throttling.{names[k]}={v}" for k, v in self.caps().items()]
+        """`-drive` options that make QEMU enforce the caps and bursts."""
+        opts = [
+            f"throttling.{_QEMU_NAMES[k]}={v}"
+            for k in CAP_KEYS
+            if (v := getattr(self, k)) is not None
+        ]
+        for key, rate in self.bursts.items():
+            opts.append(f"throttling.{_QEMU_NAMES[key]}-max={rate}")
+            opts.append(f"throttling.{_QEMU_NAMES[key]}-max-length={self.burst_seconds or 1}")
+        return opts
 
 
 DEFAULT_CLASSES: Mapping[str, DiskClass] = {
@@ -175,11 +201,46 @@ def _optional(r: Reader, key: str, rate: bool) -> int | None:
     return value
 
 
+def _bursts(r: Reader, caps: Mapping[str, int | None]) -> tuple[dict[str, int], int | None]:
+    """Burst rates by the cap they raise, and the bucket's length, checked against the caps.
+
+    QEMU refuses a burst without a cap under it or below it; a burst without a length would
+    be QEMU's 1-second default, which no one means, so the length is required.
+    """
+    bursts: dict[str, int] = {}
+    for key in CAP_KEYS:
+        rate = _optional(r, f"burst_{key}", rate=key.endswith("bps"))
+        if rate is None:
+            continue
+        base = caps[key]
+        if base is None:
+            r.problem(f"burst_{key}", f"a burst rises above a cap, and {key} is not set",
+                      f"set {key}, the sustained rate, or remove burst_{key}")
+        elif rate <= base:
+            r.problem(f"burst_{key}", f"{rate} must be above {key}, {base}",
+                      f"raise burst_{key}, or remove it for a flat disk")
+        bursts[key] = rate
+    length: int | None = None
+    if r.has("burst_seconds"):
+        length = r.integer("burst_seconds", minimum=1)
+        if not bursts:
+            r.problem("burst_seconds", "a burst length without a burst rate",
+                      "add burst_iops or burst_bps, or remove burst_seconds")
+    elif bursts:
+        r.problem(next(f"burst_{k}" for k in bursts), "a burst needs its length",
+                  "add burst_seconds: how long a full bucket lasts at the burst rate")
+    return bursts, length
+
+
 def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
+    caps = {k: _optional(r, k, rate=k.endswith("bps")) for k in CAP_KEYS}
+    bursts, length = _bursts(r, caps)
     cls = DiskClass(
         name,
-        *(_optional(r, k, rate=k.endswith("bps")) for k in CAP_KEYS),
+        *caps.values(),
         write_cache=r.text("write_cache", WRITE_THROUGH, choices=WRITE_CACHES),
+        bursts=bursts,
+        burst_seconds=length,
     )
     r.finish()
     for total, parts in (("iops", ("read_iops", "write_iops")), ("bps", ("read_bps", "write_bps"))):
@@ -191,10 +252,11 @@ def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
             )
     if accel == "tcg":
         for key in ("iops", "read_iops", "write_iops"):
-            value = getattr(cls, key)
+            # A burst is the highest rate the disk runs at: that is what the CPU must drive.
+            value = cls.bursts.get(key, getattr(cls, key))
             if value is not None and value > MAX_TCG_IOPS:
                 r.problem(
-                    key,
+                    f"burst_{key}" if key in cls.bursts else key,
                     f"{value} is more than the emulated CPU can drive (it tops out "
                     "near 10k IOPS, so the CPU and not the cap would set the speed)",
                     f"keep caps at or below {MAX_TCG_IOPS}, or use accel: kvm where KVM works",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from volbench import metricinfo as metrics
 from volbench.model import RunResult, Series, Status, canonical_json, params_key
-from volbench.report import svg
+from volbench.report import svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -242,6 +242,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
                     palette.fill(run.target),
                     series.points,
                     spans,
+                    _windows(run, series),
                 )
             )
     charts = []
@@ -256,6 +257,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
         note = (
             f"one line per run (at most {options.max_series_runs} per target); shaded: "
             "stalls below 10 % of the run's median rate"
+            + ("; blue: burst / warm-up windows" if any(t.windows for t in traces) else "")
         )
         charts.append(
             Chart(
@@ -267,6 +269,30 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
             )
         )
     return charts
+
+
+def _windows(run: RunResult, series: Series) -> tuple[tuple[float, float, str], ...]:
+    """The run's burst or warm-up window on this series' time axis, labelled with its
+    levels (volbench.windows stored them as metrics with the series' tags)."""
+    tags = dict(series.tags)
+    found: dict[tuple[str, str], float] = {}
+    for m in run.metrics:
+        rest = {k: v for k, v in m.tags.items() if k != timeline.WINDOW}
+        if rest == tags and m.value is not None:
+            found[(m.name, m.tags.get(timeline.WINDOW, ""))] = float(m.value)
+    for seconds_name, kind in timeline.SECONDS.items():
+        seconds = found.get((seconds_name, ""))
+        if seconds is None or len(series.points) < 2:
+            continue
+        step = series.points[1][0] - series.points[0][0]
+        start = series.points[0][0] - step  # each sample covers the second before it
+        text = f"{kind} {seconds:.0f} s"
+        early, sustained = found.get((series.name, kind)), found.get((series.name, "sustained"))
+        if early is not None and sustained is not None:
+            text = (f"{kind}: {timeline.level_text(early, series.unit)} for {seconds:.0f} s, "
+                    f"then {timeline.level_text(sustained, series.unit)} sustained")
+        return ((start, start + seconds, text),)
+    return ()
 
 
 def _tags_text(tags: Mapping[str, str]) -> str:

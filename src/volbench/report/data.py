@@ -15,11 +15,12 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import badvalues, checks, verdicts
+from volbench.report import badvalues, checks, labburst, steadiness, timeline, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import MergedPercentiles, merged_percentiles
+from volbench.report.timeline import TimeLine
 from volbench.report.verdicts import VerdictRow
 from volbench.stats import SequentialDesign
 
@@ -46,9 +47,10 @@ class RunExport:
 
 
 def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
-    """Metric names a report needs of each run: those it shows, and io_bytes for the
-    "did the disk do the work?" check."""
-    return {name for name, unit in kinds if selected(name, unit, options.metrics)} | {"io_bytes"}
+    """Metric names a report needs of each run: those it shows, io_bytes for the
+    "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
+    return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
+            | {"io_bytes", *timeline.SECONDS})
 
 
 @dataclass
@@ -67,6 +69,8 @@ class Report:
     thresholds: dict[str, float] = field(default_factory=dict)
     # Adaptive repetition's group-sequential design (None: fixed runs).
     design: SequentialDesign | None = None
+    # Cases that burst or warm up, in words; their verdicts compare sustained levels.
+    time_lines: list[TimeLine] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -158,10 +162,19 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                else ""))
     report.thresholds = verdicts.thresholds(experiments)
     report.design = verdicts.sequential_design(experiments)
-    report.verdicts = verdicts.against_baseline(report.summaries, report.baseline,
-                                                report.thresholds, report.design)
-    report.percentiles = merged_percentiles(runs, totals)
     labels = {w: report.varying_params(w) for w in report.workloads()}
+    # Runs before a case's steady window (the experiment's steady:) are not judged, and a
+    # bursting run is judged on its sustained window (timeline.on_sustained).
+    steady = steadiness.steadiness(report.summaries, steadiness.spec_of(experiments), labels)
+    kept = [r for i, r in enumerate(runs) if i not in steady.before]
+    sustained = timeline.on_sustained(kept)
+    judged = (report.summaries if sustained is None and not steady.before
+              else summarize_runs(sustained or kept, options.metrics))
+    report.verdicts = verdicts.against_baseline(judged, report.baseline, report.thresholds,
+                                                report.design)
+    report.percentiles = merged_percentiles(runs, totals)
+    regimes = timeline.run_regimes(runs)
+    report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -182,6 +195,10 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *checks.caches_not_dropped(runs),
         *checks.case_checks(report.summaries, labels),
         *checks.stall_warnings(runs, report.stalls, labels),
+        *timeline.ended_inside(runs, regimes, labels),
+        *timeline.refills(runs, regimes, labels),
+        *steady.warnings,
+        *labburst.short_runs(runs, targets, report.environment, labels),
     ]
     return report
 

@@ -154,6 +154,9 @@ class HtmlExporter:
                 "<p>No comparisons: a comparison needs the baseline and another target "
                 "with finished runs of the same case.</p>"
             )
+        if report.time_lines:  # bursts and warm-ups: what the verdicts compare (timeline.py)
+            out.append('<ul class="time">' + "".join(
+                f"<li>time: {esc(t.text)}</li>" for t in report.time_lines) + "</ul>")
         return [*out, "</section>"]
 
     @staticmethod

@@ -145,6 +145,9 @@ def report_json(report: Report) -> dict[str, Any]:
                          "values": {f"{p:g}": v for p, v in m.values}}
                         for m in report.percentiles],
         "warnings": [w.to_json() for w in report.warnings],
+        # Bursts / warm-up and steady state per case, in words (docs/time.md).
+        "time": [{"target": t.target, "workload": t.workload, "params": dict(t.params),
+                  "text": t.text} for t in report.time_lines],
         "notes": report.notes,
     }
 

@@ -51,6 +51,8 @@ class MarkdownExporter:
             parts += _section(headlines.title, headlines)
         verdicts = verdict_table(report, options.metrics)
         parts += _section(verdicts.title, verdicts)
+        if report.time_lines:  # bursts and warm-ups: what the verdicts compare
+            parts += [f"- time: {_escape(t.text)}" for t in report.time_lines] + [""]
         if report.warnings:
             parts += ["## Warnings", ""] + [f"- {_escape(w.message)}" for w in report.warnings]
             parts.append("")

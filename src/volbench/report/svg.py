@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8C6D1F", "#000000")
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 STALL = "#D00000"
+# Burst and warm-up windows (report/timeline.py): a calm blue behind the lines.
+WINDOW = "#2060C0"
 LEFT, RIGHT, TOP = 72, 16, 64
 LEGEND_Y = 48
 
@@ -349,6 +351,8 @@ class Trace:
     fill: str
     points: tuple[tuple[float, float], ...]
     stalls: tuple[tuple[float, float], ...] = ()  # (start, end) seconds
+    # Burst / warm-up windows: (start, end seconds, "burst 2,480 IOPS for 24 s").
+    windows: tuple[tuple[float, float, str], ...] = ()
 
 
 def series_chart(
@@ -372,8 +376,24 @@ def series_chart(
         return TOP + plot_h * (1 - v / v_top)
 
     has_stalls = any(tr.stalls for tr in traces)
-    c.legend([*legend, *([("stall", STALL)] if has_stalls else [])])
+    has_windows = any(tr.windows for tr in traces)
+    c.legend([*legend, *([("stall", STALL)] if has_stalls else []),
+              *([("burst / warm-up", WINDOW)] if has_windows else [])])
     _y_axis(c, [t * scale.factor for t in ticks], to_y, scale, width - RIGHT)
+    for tr in traces:  # burst and warm-up windows, under everything else
+        for start, end, text in tr.windows:
+            c.add(
+                f'<rect class="window" x="{to_x(start):.1f}" y="{TOP}" '
+                f'width="{max(to_x(end) - to_x(start), 1.5):.1f}" height="{plot_h}" '
+                f'fill="{WINDOW}" fill-opacity="0.10"><title>{esc(tr.label)}: {esc(text)}'
+                "</title></rect>"
+            )
+    # The levels in words once, at the first window (every window has them as a tooltip).
+    first = next(((tr.label, w) for tr in traces for w in tr.windows), None)
+    if first is not None:
+        label, (start, _, text) = first
+        c.text(to_x(start) + 4, TOP + 12, f"{label}: {text}", size=10, anchor="start",
+               fill=WINDOW)
     for tr in traces:
         for start, end in tr.stalls:
             c.add(

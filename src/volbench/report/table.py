@@ -304,9 +304,13 @@ def environment_rows(env: Mapping[str, object]) -> list[tuple[str, str]]:
 def lab_disk_text(disk: Mapping[str, Any]) -> str:
     """A recorded lab disk in one line: `standard: iops 500, bps 50 MiB/s, write-through; 2 GiB`.
     Records without a write cache predate the choice, when every lab disk was write-back."""
-    # IOPS caps before bandwidth caps, as the classes are written (stored JSON sorts keys).
-    caps = sorted((disk.get("caps") or {}).items(), key=lambda kv: (kv[0].endswith("bps"), kv[0]))
-    parts = [f"{k} {format_value(v, 'B/s')}" if k.endswith("bps") else f"{k} {v}"
+    # IOPS caps before bandwidth caps, as the classes are written (stored JSON sorts keys),
+    # then the bursts above them and their length.
+    caps = sorted((disk.get("caps") or {}).items(),
+                  key=lambda kv: (kv[0].startswith("burst_"), kv[0] == "burst_seconds",
+                                  kv[0].endswith("bps"), kv[0]))
+    parts = [f"{k} {format_value(v, 'B/s')}" if k.endswith("bps")
+             else f"{k} {v} s" if k == "burst_seconds" else f"{k} {v}"
              for k, v in caps] or ["uncapped"]
     parts.append(str(disk.get("write_cache", "write-back")))
     size = disk.get("size")

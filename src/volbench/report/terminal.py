@@ -51,6 +51,7 @@ class TerminalExporter:
         verdicts = verdict_table(report, options.metrics)
         if verdicts.rows:
             parts += ["", verdicts.title, render_table(verdicts)]
+        parts += [f"time: {t.text}" for t in report.time_lines]
         if report.warnings:
             parts += ["", "Warnings"] + [f"- {w.message}" for w in report.warnings]
         table = summary_table(report, options.metrics)

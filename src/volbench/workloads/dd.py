@@ -26,7 +26,7 @@ from typing import Any
 from volbench import units
 from volbench.errors import ParseError, VolbenchError
 from volbench.fields import Reader, choice, flag, whole
-from volbench.model import Metric, Params, Parsed, Scalar
+from volbench.model import Metric, Params, Parsed, Scalar, Series
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
@@ -166,7 +166,8 @@ def command(spec: DdSpec, params: Params, ctx: RunContext) -> Invocation:
         ]
         if direct:
             argv.append("iflag=direct")
-    return Invocation(tuple(argv), timeout=_timeout(params))
+    # A progress update a second: the run's rate over time (bursts, warm-up, stalls).
+    return Invocation((*argv, "status=progress"), timeout=_timeout(params))
 
 
 def after(spec: DdSpec, params: Params, ctx: RunContext) -> list[Invocation]:
@@ -187,8 +188,26 @@ def working_set(spec: DdSpec, params: Params) -> int | None:
 # -- parsing ------------------------------------------------------------------------------
 
 
+def parse_progress(text: str) -> tuple[Series, ...]:
+    """Per-second bandwidth from `status=progress` updates (CR-separated, before the
+    records lines): bytes moved since the previous update over the seconds between them.
+    dd prints whole seconds there, and updates about once a second."""
+    points: list[tuple[float, float]] = []
+    last_bytes, last_s = 0, 0.0
+    for chunk in re.split(r"[\r\n]", text.split(" records in", 1)[0]):
+        m = _SUMMARY.search(chunk)
+        if m is None:
+            continue
+        nbytes, seconds = int(m.group("bytes")), float(m.group("s"))
+        if seconds <= last_s:
+            continue  # repeated second: the series must increase
+        points.append((seconds, (nbytes - last_bytes) / (seconds - last_s)))
+        last_bytes, last_s = nbytes, seconds
+    return (Series("bw", "B/s", tuple(points)),) if points else ()
+
+
 def parse_text(text: str, source: str = "dd output") -> Parsed:
-    """bw (B/s) and bytes from dd's last summary line; progress updates are skipped."""
+    """bw (B/s) and bytes from dd's last summary line; progress updates make the series."""
     summaries = list(_SUMMARY.finditer(text))
     if not summaries:
         raise ParseError(
@@ -213,7 +232,7 @@ def parse_text(text: str, source: str = "dd output") -> Parsed:
     else:
         bw = Metric("bw", float(m.group("rate")) * _RATE_UNIT[m.group("unit")], "B/s", note=note)
     # dd's seconds are bytes / bw: kept in the raw output, not repeated as a metric.
-    return Parsed((bw, Metric("bytes", float(nbytes), "B")))
+    return Parsed((bw, Metric("bytes", float(nbytes), "B")), parse_progress(text))
 
 
 def runs_in(text: str) -> int:

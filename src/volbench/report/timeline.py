@@ -1,0 +1,245 @@
+"""Bursts and warm-ups in the report: what each case did over time, and what is judged.
+
+A run that bursts (or warms up) carries, beside its whole-run metrics, the same metrics
+per window (`window` = burst | warmup | sustained) and `burst_seconds` / `warmup_seconds`
+(volbench.windows). Here:
+
+- `on_sustained(runs)`: the runs as the verdicts see them — a whole-run metric replaced by
+  its sustained window where the run has one (a flat run is sustained throughout), so a
+  disk is judged on the level it keeps, not on how much of its burst fit into the run;
+- `time_lines`: one line per case that bursts or warms up, "bursty: 2,480 IOPS for 24 s,
+  then 501 IOPS sustained; compared on sustained";
+- `ended_inside`: a flat run measured at another run's burst (or warm-up) level on the
+  same case: it never left that window, and the warning says how long a run must be;
+- `refills`: burst lengths that differ run to run: the credit bucket refilled in the
+  pauses between runs (interleaving), which is why the whole-run means drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from volbench import metricinfo
+from volbench.model import Metric, Params, Parsed, RunResult, Status, canonical_json, params_key
+from volbench.report.checks import ReportWarning, describe_case
+from volbench.units import format_value
+
+WINDOW = "window"
+SECONDS = {"burst_seconds": "burst", "warmup_seconds": "warmup"}
+# The rate a line is told in, best first (the one the detector decided on).
+RATES = ("iops", "tps", "bw")
+# A flat run within this share of another run's early level never left that window.
+SAME_LEVEL = 0.10
+# Burst lengths further apart than this (max / min) are a refilling bucket, not noise.
+REFILL_SPREAD = 1.3
+
+CaseOp = tuple[str, str, str, str]  # target, workload, params key, op
+
+
+@dataclass(frozen=True)
+class RunRegime:
+    """One run's early window (burst or warm-up) against its sustained level."""
+
+    index: int  # position in the runs
+    kind: str
+    seconds: float
+    metric: str
+    unit: str
+    early: float
+    sustained: float
+
+
+def _key(run: RunResult, op: str) -> CaseOp:
+    return (run.target, run.workload, params_key(run.params), op)
+
+
+def _regime(index: int, run: RunResult, seconds: Metric) -> RunRegime | None:
+    kind = SECONDS[seconds.name]
+    tags = {k: v for k, v in seconds.tags.items()}
+    levels: dict[tuple[str, str], tuple[float, str]] = {}
+    for m in run.metrics:
+        window = m.tags.get(WINDOW)
+        if window is None or m.value is None:
+            continue
+        if {k: v for k, v in m.tags.items() if k != WINDOW} == tags:
+            levels[(m.name, window)] = (float(m.value), m.unit)
+    for name in RATES:
+        if (name, kind) in levels and (name, "sustained") in levels:
+            early, unit = levels[(name, kind)]
+            return RunRegime(index, kind, float(seconds.value or 0.0), name, unit, early,
+                             levels[(name, "sustained")][0])
+    return None
+
+
+def run_regimes(runs: Sequence[RunResult]) -> dict[CaseOp, list[RunRegime]]:
+    """Burst/warm-up windows of the measured runs, by case and operation."""
+    found: dict[CaseOp, list[RunRegime]] = {}
+    for index, run in enumerate(runs):
+        if run.status is not Status.OK or run.warmup:
+            continue
+        for m in run.metrics:
+            if m.name in SECONDS and m.value is not None:
+                regime = _regime(index, run, m)
+                if regime is not None:
+                    found.setdefault(_key(run, m.tags.get("op", "")), []).append(regime)
+    return found
+
+
+def _tags_key(tags: Mapping[str, str]) -> str:
+    return canonical_json({k: v for k, v in tags.items() if k != WINDOW})
+
+
+def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
+    """The runs with each whole-run metric replaced by its sustained window, where there is
+    one, and the window metrics left out; None when no run has windows.
+
+    A comparable metric of a windowed operation that has no per-second series (fio's mean
+    latency and percentiles) is left out too: its whole-run figure mixes burst and
+    sustained, and judging it would contradict "compared on sustained"."""
+    out: list[RunResult] = []
+    changed = False
+    for run in runs:
+        sustained = {(m.name, _tags_key(m.tags)): m for m in run.metrics
+                     if m.tags.get(WINDOW) == "sustained"}
+        if not sustained:
+            out.append(run)
+            continue
+        changed = True
+        windowed = {m.tags.get("op", "") for m in sustained.values()}
+        metrics = tuple(
+            dataclasses.replace(m, value=sustained[(m.name, _tags_key(m.tags))].value)
+            if (m.name, _tags_key(m.tags)) in sustained else m
+            for m in run.metrics
+            if _kept(m, sustained, windowed)
+        )
+        parsed = Parsed(metrics, run.parsed.series, run.parsed.histograms)
+        out.append(dataclasses.replace(run, parsed=parsed))
+    return out if changed else None
+
+
+def _kept(m: Metric, sustained: Mapping[tuple[str, str], Metric], windowed: set[str]) -> bool:
+    if WINDOW in m.tags or m.name in SECONDS:
+        return False
+    return ((m.name, _tags_key(m.tags)) in sustained
+            or m.tags.get("op", "") not in windowed
+            or not metricinfo.comparable(m.name, m.unit, m.tags))
+
+
+@dataclass(frozen=True)
+class TimeLine:
+    target: str
+    workload: str
+    params: Params
+    text: str
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def _label(run: RunResult, labels: Mapping[str, list[str]]) -> str:
+    shown = labels.get(run.workload, [])
+    return " ".join(f"{k}={run.params[k]}" for k in shown if k in run.params)
+
+
+def _runs_of(runs: Sequence[RunResult], key: CaseOp) -> list[int]:
+    return [i for i, r in enumerate(runs)
+            if r.status is Status.OK and not r.warmup and _key(r, key[3])[:3] == key[:3]]
+
+
+def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
+               labels: Mapping[str, list[str]]) -> list[TimeLine]:
+    """"bursty: 2,480 IOPS for 24 s, then 501 IOPS sustained; compared on sustained"."""
+    out = []
+    for key, found in regimes.items():
+        first = runs[found[0].index]
+        kind = found[0].kind
+        same = [r for r in found if r.kind == kind]
+        unit = same[0].unit
+        level = level_text(_median([r.early for r in same]), unit)
+        seconds = _median([r.seconds for r in same])
+        sustained = level_text(_median([r.sustained for r in same]), unit)
+        total = len(_runs_of(runs, key))
+        share = "" if len(same) == total else f" (in {len(same)} of {total} runs)"
+        word = "bursty" if kind == "burst" else "warms up"
+        op = f" {key[3]}" if key[3] else ""
+        text = (f"{word}{op}: {level} for {seconds:.0f} s, then {sustained} sustained{share}; "
+                "compared on sustained (whole-run latencies, which mix both, are not judged)")
+        case = describe_case(first.target, first.workload, _label(first, labels))
+        out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
+    return out
+
+
+def level_text(value: float, unit: str) -> str:
+    """2,480 IOPS, 1,020 tps, 60 MiB/s."""
+    names = {"op/s": "IOPS", "tx/s": "tps"}
+    return f"{value:,.0f} {names[unit]}" if unit in names else format_value(value, unit)
+
+
+def _flat_level(run: RunResult, metric: str, op: str) -> float | None:
+    for m in run.metrics:
+        if (m.name == metric and m.tags.get("op", "") == op and WINDOW not in m.tags
+                and m.value is not None and set(m.tags) <= {"op"}):
+            return float(m.value)
+    return None
+
+
+def ended_inside(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
+                 labels: Mapping[str, list[str]]) -> list[ReportWarning]:
+    """Flat runs of a bursting (warming) case measured at the early level: they ended inside
+    the window, and their whole-run figure is the burst, not the disk's sustained level."""
+    out = []
+    for key, found in regimes.items():
+        ref = found[0]
+        early = _median([r.early for r in found])
+        longest = max(r.seconds for r in found)
+        inside = []
+        for index in _runs_of(runs, key):
+            if any(r.index == index for r in found):
+                continue
+            level = _flat_level(runs[index], ref.metric, key[3])
+            if level is not None and abs(level - early) <= SAME_LEVEL * early:
+                inside.append((index, level))
+        if not inside:
+            continue
+        index, level = inside[0]
+        run = runs[index]
+        length = run.ended - run.started
+        word = "burst" if ref.kind == "burst" else "warm-up"
+        out.append(ReportWarning(
+            "time-window",
+            f"{describe_case(run.target, run.workload, _label(run, labels))}: {len(inside)} "
+            f"run(s) ended inside the {word} (e.g. rep {run.repetition}: "
+            f"{level_text(level, ref.unit)} for its whole {length:.0f} s); other runs "
+            f"left it after up to {longest:.0f} s for "
+            f"{level_text(_median([r.sustained for r in found]), ref.unit)} sustained: "
+            f"run longer than {longest * 1.5 + 10:.0f} s (runtime) to see the sustained level",
+            run.target, run.workload, run.params, ref.metric, tuple(i for i, _ in inside)))
+    return out
+
+
+def refills(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
+            labels: Mapping[str, list[str]]) -> list[ReportWarning]:
+    """Burst lengths that differ from run to run: the bucket refilled in the pauses."""
+    out = []
+    for found in regimes.values():
+        bursts = [r for r in found if r.kind == "burst"]
+        if len(bursts) < 2:
+            continue
+        lengths = [r.seconds for r in bursts]
+        if min(lengths) <= 0 or max(lengths) / min(lengths) < REFILL_SPREAD:
+            continue
+        run = runs[bursts[0].index]
+        listed = ", ".join(f"{s:.0f} s" for s in lengths)
+        out.append(ReportWarning(
+            "burst-refill",
+            f"{describe_case(run.target, run.workload, _label(run, labels))}: the burst lasted "
+            f"{listed} in run order: a credit bucket refilling in the pauses between runs "
+            "(the longer the pause, the longer the next burst), not noise; whole-run means "
+            "drift with it, so the verdicts compare the sustained level",
+            run.target, run.workload, run.params, bursts[0].metric,
+            tuple(r.index for r in bursts)))
+    return out

@@ -1,0 +1,3 @@
+fio --name=burst-fresh --filename=/dev/disk/by-id/virtio-b1 --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --runtime=60 --time_based --write_iops_log=burst-fresh --write_bw_log=burst-fresh --log_avg_msec=1000 --output-format=json --output=burst-fresh.json
+# setup: in the lab VM (bench/burst.py, 2026-11-24), fio 3.33, Debian 12 kernel 6.1.0-56 under QEMU 7.2 TCG; disk b1 of class {iops: 500, burst_iops: 2500, burst_seconds: 20}: throttling.iops-total=500,throttling.iops-total-max=2500,throttling.iops-total-max-length=20, fresh image (full bucket)
+# exit code 0; logs renamed to lab-burst-fresh.fio_{iops,bw}.1.log

@@ -1,0 +1,144 @@
+"""The change-point detector on synthetic per-second series, and its false-detection rate."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from volbench.stats.changepoint import (
+    BURST,
+    FLAT,
+    TOO_SHORT,
+    WARMUP,
+    median3,
+    noise_sigma,
+    pelt,
+    regimes,
+)
+from volbench.stats.validation import StatisticsInputError
+
+
+def noisy(levels: list[tuple[float, int]], cv: float, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.gauss(level, level * cv) for level, n in levels for _ in range(n)]
+
+
+def test_pelt_finds_exact_steps_without_noise() -> None:
+    values = [10.0] * 10 + [20.0] * 10 + [5.0] * 10
+    assert pelt(values, penalty=1.0) == [10, 20]
+    assert pelt([3.0] * 30, penalty=1.0) == []
+
+
+def test_single_wild_seconds_make_no_regime() -> None:
+    values = noisy([(500, 60)], 0.01)
+    for i in (1, 4, 7):  # a spike every third second early on: 3-s segment means would rise
+        values[i] = 2500.0
+    assert regimes(values).kind == FLAT
+    assert median3([1.0, 9.0, 1.0, 1.0, 5.0, 5.0, 5.0]) == [1.0, 1.0, 1.0, 1.0, 5.0, 5.0, 5.0]
+
+
+def test_noise_estimate_ignores_a_level_shift() -> None:
+    values = noisy([(2500, 25), (500, 35)], cv=0.0)
+    assert noise_sigma(values) == 0.0  # one jump moves one difference, not the spread
+    values = noisy([(1000, 200)], cv=0.05, seed=3)
+    assert 40 < noise_sigma(values) < 60
+
+
+def test_burst_then_sustained_like_a_throttled_disk() -> None:
+    # QEMU's bucket: 2500 IOPS for 24.4 s (the straddling second at 1300), then 500 (±0.3 %).
+    values = [*noisy([(2500, 24)], 0.003), 1300.0, *noisy([(500, 35)], 0.003, seed=2)]
+    found = regimes(values)
+    assert found.kind == BURST
+    assert found.burst_seconds == pytest.approx(24.4, abs=0.05)
+    assert found.burst_level == pytest.approx(2500, rel=0.01)  # the straddler left out
+    assert found.sustained_level == pytest.approx(500, rel=0.005)
+    assert found.warmup_seconds == 0.0 and found.boundary == 24
+
+
+def test_warmup_then_higher() -> None:
+    found = regimes(noisy([(300, 10), (1000, 40)], 0.05))
+    assert found.kind == WARMUP
+    assert found.warmup_seconds == pytest.approx(10, abs=1)
+    assert found.early_level == pytest.approx(300, rel=0.05)
+    assert found.burst_seconds == 0.0 and found.burst_level == 0.0
+
+
+def test_ramp_down_is_a_burst_ramp_up_a_warmup() -> None:
+    ramp = [2000 - 75.0 * i for i in range(20)] + [500.0] * 30
+    found = regimes(ramp)
+    assert found.kind == BURST and 14 <= found.burst_seconds <= 20
+    up = [200 + 40.0 * i for i in range(20)] + [1000.0] * 30
+    found = regimes(up)
+    assert found.kind == WARMUP and 14 <= found.warmup_seconds <= 20
+
+
+def test_several_burst_steps_form_one_early_window() -> None:
+    found = regimes(noisy([(3000, 10), (2000, 10), (500, 30)], 0.02))
+    assert found.kind == BURST and found.boundary == 20
+    assert len(found.segments) == 3
+
+
+def test_stalls_are_not_regimes() -> None:
+    base = noisy([(500, 60)], 0.02)
+    short = [*base[:30], 0.0, 0.0, *base[32:]]  # a 2 s stall mid-run
+    assert regimes(short).kind == FLAT
+    long = [*base[:30], *[0.0] * 6, *base[36:]]  # a 6 s stall mid-run: a dip, not an early window
+    found = regimes(long)
+    assert found.kind == FLAT and len(found.segments) == 3
+    assert regimes([0.0, 0.0, *base]).kind == FLAT  # a slow first 2 s is fio starting up
+
+
+def test_small_shifts_do_not_count() -> None:
+    # 5 % lower after 20 s: real to the penalty on a quiet disk, below min_change
+    values = noisy([(500, 20), (475, 40)], 0.002)
+    assert regimes(values).kind == FLAT
+    assert regimes(values, min_change=0.04).kind == BURST
+
+
+def test_too_short_and_degenerate_series() -> None:
+    assert regimes([2500.0, 2500.0, 500.0, 500.0, 500.0, 500.0]).kind == TOO_SHORT
+    assert regimes([]).kind == TOO_SHORT
+    assert regimes([0.0] * 20).kind == FLAT
+    assert regimes([7.0] * 20).kind == FLAT
+    with pytest.raises(StatisticsInputError, match="min_change"):
+        regimes([1.0] * 10, min_change=1.5)
+    with pytest.raises(StatisticsInputError):
+        regimes([1.0, float("nan")] * 10)
+
+
+def false_burst_rate(cv: float, trials: int, n: int = 60, heavy: bool = False) -> float:
+    """Share of flat noisy series (seeded) classified as anything but flat."""
+    rng = random.Random(20261124)
+    hits = 0
+    for _ in range(trials):
+        if heavy:  # Student t with 3 degrees of freedom: occasional wild seconds
+            values = [500 * (1 + cv * rng.gauss(0, 1) / ((rng.gammavariate(1.5, 2) / 3) ** 0.5))
+                      for _ in range(n)]
+        else:
+            values = [rng.gauss(500, 500 * cv) for _ in range(n)]
+        hits += regimes(values).kind != FLAT
+    return hits / trials
+
+
+@pytest.mark.parametrize(("cv", "heavy"), [(0.003, False), (0.05, False), (0.10, False),
+                                            (0.05, True)])
+def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
+    # 300 seeded 60 s flat series each; bench/changepoint_rates.py measures 1000 (docs/time.md):
+    # 0.0-0.1 % with normal noise up to cv 20 %, 0.2 % with t3 tails (wild seconds)
+    assert false_burst_rate(cv, 300, heavy=heavy) <= 0.01
+
+
+def test_a_three_hour_run_is_segmented_fast_and_to_the_second() -> None:
+    # 10 800 s (pgbench -T 10800): segmented on 18-s block means (MAX_POINTS), boundary
+    # placed on the raw seconds; plain PELT took 3 minutes on this length.
+    values = [2500.0] * 1507 + [1300.0] + noisy([(500, 9292)], 0.01)
+    started = time.monotonic()
+    found = regimes(values)
+    assert time.monotonic() - started < 10
+    assert found.kind == BURST and found.boundary == 1507
+    assert found.burst_seconds == pytest.approx(1507.4, abs=0.05)
+    assert regimes(noisy([(500, 10800)], 0.05)).kind == FLAT
+    warm = noisy([(300, 400), (1000, 3200)], 0.05)
+    assert regimes(warm).warmup_seconds == pytest.approx(400, abs=1)
