@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, tools
+from volbench import adaptive, curves, hostinfo, journal, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
@@ -117,6 +117,8 @@ class Session:
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
         self._stack: ExitStack | None = None
         self._runs = 0
+        # Load-curve steps' rates, resolved as their saturation runs end (curves.py).
+        self.resolver = curves.Resolver(curves.sla_lookup(exp.workloads))
 
     def rundir(self, label: str) -> Path:
         self._runs += 1
@@ -231,7 +233,13 @@ class Session:
         service = self.service(run, built)
         if isinstance(service, str):
             return self._failed(run, service)
-        ctx = RunContext(built, rundir, service.values if service else {})
+        try:
+            load = self.resolver.resolve(run.target, run.workload, run.params, run.repetition,
+                                         run.warmup)
+        except VolbenchError as exc:
+            return self._failed(run, str(exc))
+        ctx = RunContext(built, rundir, service.values if service else {},
+                         load.offered if load else None)
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)
@@ -245,6 +253,8 @@ class Session:
                          repetition=run.repetition, warmup=run.warmup, ctx=ctx,
                          tracker=self.journal, drop=self.exp.drop_caches,
                          extra_annotations=extra)
+        if load is not None:
+            result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
         after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
         if after_error:
             result = replace(result, annotations={**result.annotations, "after": after_error})
@@ -332,6 +342,9 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
                 workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
                 make_tree(scope, workdir / "runs")
                 session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+                if previous is not None:  # steps resolve from the saturation runs stored
+                    session.resolver = curves.Resolver(curves.sla_lookup(exp.workloads),
+                                                       store.runs([experiment_id]))
                 adapt = exp.repeat.adaptive and repetitions is None
                 for group in plan.groups:
                     session.run_group(group, done, n, adapt)

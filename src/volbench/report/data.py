@@ -15,11 +15,11 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import checks, verdicts
+from volbench.report import checks, curves, verdicts
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
-from volbench.report.percentiles import MergedPercentiles, merged_percentiles
+from volbench.report.percentiles import MergedPercentiles, case_histograms, merged_percentiles
 from volbench.report.verdicts import VerdictRow
 
 __all__ = ["HEADLINE", "CaseSummary", "Report", "RunExport", "build", "measured",
@@ -64,6 +64,8 @@ class Report:
     stalls: dict[int, list[SeriesStalls]] = field(default_factory=dict)
     io_checks: dict[int, IoCheck] = field(default_factory=dict)
     thresholds: dict[str, float] = field(default_factory=dict)
+    # Load curves (report/curves.py); their figures are in `summaries` too.
+    curves: list[curves.Curve] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -143,6 +145,9 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
            options: ReportOptions, totals: Sequence[CaseHistogram] | None) -> Report:
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
+    report.curves, figures = curves.build(
+        runs, totals if totals is not None else case_histograms(runs), options.metrics)
+    report.summaries += figures
     names = report.target_order()
     report.baseline = options.baseline or verdicts.baseline_target(experiments, names)
     if options.baseline and options.baseline not in names:

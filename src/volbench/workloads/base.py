@@ -45,6 +45,9 @@ class RunContext:
     built: Built
     rundir: Path
     service: Mapping[str, str] = field(default_factory=dict)
+    # A load-curve step's offered rate (op/s or tx/s in all), resolved by the runner once
+    # the round's saturation run has ended (volbench.curves); None: unthrottled.
+    offered: float | None = None
 
 
 @dataclass(frozen=True)
