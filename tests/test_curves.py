@@ -3,6 +3,7 @@ run-time resolution of steps, and the pure curve functions (knee, SLA rate, prob
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def test_bad_load_and_sla_fields_name_the_field() -> None:
         "workloads[0].load.steps[4]: -3 is not a step: give a percentage (25%) or a rate (200)",
     ]
     assert problems(sla={"p98": "5ms"}) == [
-        "workloads[0].sla: give one latency objective, one of p50, p90, p95, p99, p99.9, mean"]
+        "workloads[0].sla: p98 is not a latency objective: give one of p50, p90, p95, p99, "
+        "p99.9, mean"]
     assert problems(sla={"p99": "soon"}) == [
         "workloads[0].sla.p99: 'soon' is not a latency: write e.g. 5ms, 500us or 0.005"]
     job = {k: v for k, v in doc()["workloads"][0].items() if k != "load"}
@@ -252,3 +254,49 @@ def test_report_curves_json_verdicts_and_chart(tmp_path: Path) -> None:
     html = report.render(rep, "html")
     assert html.count('data-kind="curve"') == 1 and "SLA p99 5 ms" in html
     assert "Load curve — d1000" in report.render(rep, "markdown")
+
+
+def test_pgbench_load_steps_run_through_rate() -> None:
+    from volbench.workloads import pgbench
+
+    exp = parse_document({"name": "p", "targets": [TARGET], "workloads": [
+        {"name": "t", "tool": "pgbench", "mode": ["init", "run"],
+         "load": {"steps": ["50%"]}, "sla": {"mean": "10ms"}}]})
+    spec = exp.workloads[0]
+    cases = pgbench.cases(spec)  # type: ignore[arg-type]
+    assert [c.get("load") for c in cases] == [None, "max", "50%", "sla-1", "sla-2", "sla-3"]
+    assert pgbench.rate_args({"load": "50%"}, 41.26) == ["--rate", "41.260"]
+    assert pgbench.rate_args({"load": "max"}, None) == []
+    with pytest.raises(ExperimentError, match=re.escape(
+            "p95 is not a latency objective: give one of p50, p90, p99, p99.9, mean")):
+        parse_document({"name": "p", "targets": [TARGET], "workloads": [
+            {"name": "t", "tool": "pgbench", "load": {"steps": [10]}, "sla": {"p95": "1s"}}]})
+
+
+def test_an_interrupted_step_resumes_at_the_rate_of_its_stored_saturation_run(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from conftest import tool
+    from volbench.runner import run_experiment
+    from volbench.store import Store
+
+    tool("fio")
+    space = tmp_path / "space"
+    space.mkdir()
+    exp = parse_document({"name": "r", "workdir": str(tmp_path / "w"), "targets": [
+        {"name": "d", "type": "directory", "path": str(space)}], "workloads": [
+        {"name": "c", "tool": "fio", "rw": "randread", "size": "4M", "runtime": "1s",
+         "direct": False, "load": {"steps": ["20%"]}}], "repeat": 1})
+    first = run_experiment(exp, db=tmp_path / "r.db")
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as if killed during the step
+        con.execute("UPDATE runs SET status = 'interrupted' WHERE params LIKE '%20\\%%' "
+                    "ESCAPE '\\'")
+    again = run_experiment(exp, db=tmp_path / "r.db", resume=True)
+    assert again.experiment_id == first.experiment_id and again.skipped == 1
+    with Store(tmp_path / "r.db") as store:
+        runs = [r for r in store.runs([first.experiment_id]) if r.status is Status.OK]
+    sat = next(r for r in runs if r.params["load"] == "max").annotations["load"]["rate"]
+    step = next(r for r in runs if r.params["load"] == "20%")
+    assert step.annotations["load"]["offered"] == pytest.approx(0.2 * sat)
+    assert f"--rate_iops={max(1, round(0.2 * sat))}" in step.argv

@@ -57,3 +57,31 @@ def test_throttled_disks_saturate_at_their_caps_and_the_faster_meets_the_sla_hig
     verdicts = {(v["target"], v["metric"]): v["verdict"] for v in data["verdicts"]}
     assert verdicts[("d1000", "sla_iops")] == "better"
     assert verdicts[("d1000", "saturation_iops")] == "better"
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_pgbench_steps_run_at_their_rate_through_pgbench_rate(workdir: Path, tmp_path: Path
+                                                               ) -> None:
+    for name in ("pgbench", "initdb", "postgres", "psql"):
+        tool(name)
+    doc = {
+        "name": "pgcurve", "workdir": str(workdir),
+        "targets": [{"name": "z", "type": "zram", "size": "512M", "fs": "ext4",
+                     "limits": {"read_iops": 300, "write_iops": 300}}],
+        "workloads": [{"name": "tpcb", "tool": "pgbench", "scale": 1, "clients": 4,
+                       "duration": "3s", "load": {"steps": ["50%"]},
+                       "sla": {"mean": "1s", "probes": 0}}],
+        "repeat": 1,
+    }
+    outcome = run_experiment(parse_document(doc), db=tmp_path / "p.db")
+    assert outcome.counts == {"ok": 2}, outcome
+    rep = load(tmp_path / "p.db")
+    step = next(r for r in rep.runs if r.params["load"] == "50%")
+    rate = step.argv[step.argv.index("--rate") + 1]
+    (curve,) = json.loads(report.render(rep, "json"))["curves"]
+    assert float(rate) == pytest.approx(curve["saturation_tps"] / 2, rel=1e-3)
+    half = next(p for p in curve["points"] if p["step"] == "50%")
+    assert half["tps"] == pytest.approx(float(rate), rel=0.2)
+    assert curve["sla_tps"] is not None and curve["sla_tps"] <= curve["saturation_tps"]
+    assert half["clat_p99"] is not None  # from the merged transaction-log histogram

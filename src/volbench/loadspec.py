@@ -102,7 +102,8 @@ def _sla(r: Reader, stats: tuple[str, ...]) -> Sla | None:
     probes = sr.integer("probes", DEFAULT_PROBES, minimum=0, maximum=MAX_PROBES)
     given = [k for k in sr.data if k != "probes"]
     if len(given) != 1 or given[0] not in stats:
-        sr.problem("", f"give one latency objective, one of {', '.join(stats)}",
+        what = f"{', '.join(map(str, given))} is not" if given else "no"
+        sr.problem("", f"{what} a latency objective: give one of {', '.join(stats)}",
                    "e.g. sla: {p99: 5ms}")
         return None
     stat = str(given[0])

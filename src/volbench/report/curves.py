@@ -22,7 +22,8 @@ from volbench.report.cases import CaseSummary
 from volbench.stats import Summary, merge_histograms, percentile_from_histogram, summarize
 from volbench.stats import curve as cv
 
-LATENCY_HISTOGRAM = "clat"
+# fio's completion latency; pgbench's transaction latency (from its transaction log).
+LATENCY_HISTOGRAMS = ("clat", "latency")
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _merged_p99(totals: Sequence[CaseHistogram]) -> dict[tuple[str, str, str], f
     """(target, workload, params JSON) -> p99 of all the case's I/Os, every operation."""
     bins: dict[tuple[str, str, str], list[dict[float, int]]] = {}
     for h in totals:
-        if h.name != LATENCY_HISTOGRAM or "load" not in h.params or "job" in h.tags:
+        if h.name not in LATENCY_HISTOGRAMS or "load" not in h.params or "job" in h.tags:
             continue
         if h.tags.get("host", "all") == "all":  # one host's share is not the whole load
             key = (h.target, h.workload, canonical_json(dict(h.params)))
