@@ -5,7 +5,7 @@ on a log axis against delivered rate, one line per target, the objective drawn).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,20 +142,26 @@ def curve_svg(title: str, subtitle: str, unit: str, lines: Sequence[CurveLine],
         c.text(width - svg.RIGHT - 4, y - 4, f"SLA {sla[0]} {format_value(sla[1], 's')}",
                anchor="end", size=10, fill=SLA_COLOR)
     for ln in lines:
-        for which, dash in ((1, ""), (2, "4 3")):
-            pts = [(to_x(pt[0]), to_y(v)) for pt in ln.points
-                   if isinstance(v := pt[which], float) and v > 0]
-            extra = f' stroke-dasharray="{dash}"' if dash else ""
-            stroke = 1.2 if dash else 2
-            c.add(f'<polyline fill="none" stroke="{ln.fill}" stroke-width="{stroke}"{extra} '
-                  'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
-        for x, p99, _, tip in ln.points:
-            if p99 and p99 > 0:
-                c.add(f'<circle cx="{to_x(x):.1f}" cy="{to_y(p99):.1f}" r="3.5" '
-                      f'fill="{ln.fill}"><title>{svg.esc(ln.name)}: {svg.esc(tip)}</title>'
-                      "</circle>")
+        _draw(c, ln, to_x, to_y)
     c.line(svg.LEFT, height - bottom, width - svg.RIGHT, height - bottom, "#444")
     return c.render()
+
+
+def _draw(c: svg.Canvas, ln: CurveLine, to_x: Callable[[float], float],
+          to_y: Callable[[float], float]) -> None:
+    """One target: p99 solid with a dot (and tooltip) per point, mean dashed."""
+    for which, dash in ((1, ""), (2, "4 3")):
+        pts = [(to_x(pt[0]), to_y(v)) for pt in ln.points
+               if isinstance(v := pt[which], float) and v > 0]
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        stroke = 1.2 if dash else 2
+        c.add(f'<polyline fill="none" stroke="{ln.fill}" stroke-width="{stroke}"{extra} '
+              'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
+    for x, p99, _, tip in ln.points:
+        if p99 and p99 > 0:
+            c.add(f'<circle cx="{to_x(x):.1f}" cy="{to_y(p99):.1f}" r="3.5" '
+                  f'fill="{ln.fill}"><title>{svg.esc(ln.name)}: {svg.esc(tip)}</title>'
+                  "</circle>")
 
 
 def curve_charts(report: Report, workload: str, fill: Any) -> list[tuple[str, str, str]]:
