@@ -85,3 +85,26 @@ def test_pgbench_steps_run_at_their_rate_through_pgbench_rate(workdir: Path, tmp
     assert half["tps"] == pytest.approx(float(rate), rel=0.2)
     assert curve["sla_tps"] is not None and curve["sla_tps"] <= curve["saturation_tps"]
     assert half["clat_p99"] is not None  # from the merged transaction-log histogram
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_loop_disk_capped_at_1000_iops_saturates_at_its_cap(workdir: Path, tmp_path: Path
+                                                               ) -> None:
+    """The same on a file-backed loop disk: its latency follows the host's disk (so the
+    curve's shape is asserted on RAM disks above), its saturation is the cap's."""
+    tool("fio")
+    doc = {
+        "name": "loop", "workdir": str(workdir),
+        "targets": [{"name": "d", "type": "loopdisk", "size": "160M", "fs": "none",
+                     "limits": {"read_iops": 1000}}],
+        "workloads": [{"name": "c", "tool": "fio", "rw": "randread", "iodepth": 16,
+                       "size": "128M", "runtime": "2s", "load": {"steps": ["50%"]}}],
+        "repeat": 1,
+    }
+    assert run_experiment(parse_document(doc), db=tmp_path / "l.db").counts == {"ok": 2}
+    (curve,) = json.loads(report.render(load(tmp_path / "l.db"), "json"))["curves"]
+    assert abs(curve["saturation_iops"] / 1000 - 1) < 0.05
+    (half,) = [p for p in curve["points"] if p["step"] == "50%"]
+    assert half["offered"] == pytest.approx(curve["saturation_iops"] / 2)
+    assert half["iops"] == pytest.approx(half["offered"], rel=0.2)
