@@ -74,6 +74,15 @@ KNOWN: dict[str, MetricInfo] = {
     "cpu_usr": MetricInfo("user CPU", None),
     "cpu_sys": MetricInfo("system CPU", None),
     "disk_util": MetricInfo("disk utilisation", None),
+    # load curves (volbench.curves, report/curves.py): the rate a step was held at is a
+    # setting, not a result; the curve's own figures are compared across targets.
+    "offered": MetricInfo("offered rate", None),
+    "saturation_iops": MetricInfo("saturation IOPS", True, "iops"),
+    "knee_iops": MetricInfo("IOPS at the knee", True, "iops"),
+    "sla_iops": MetricInfo("IOPS within the SLA", True, "iops"),
+    "saturation_tps": MetricInfo("saturation tps", True, "tps"),
+    "knee_tps": MetricInfo("tps at the knee", True, "tps"),
+    "sla_tps": MetricInfo("tps within the SLA", True, "tps"),
     # pgbench
     "tps": MetricInfo("transactions/s", True, "tps"),
     "latency_avg": MetricInfo("mean latency", False, "latency"),

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 
 from volbench.experiment import Experiment
+from volbench.loadspec import stage
 from volbench.model import Params, case_key
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.workloads import KINDS as WORKLOAD_KINDS
@@ -70,6 +71,8 @@ class Plan:
                 for c in self.cases for t in exp.targets]
         if exp.order == "shuffled":
             random.Random(f"{self.seed}-{repetition}-{warmup}").shuffle(runs)
+            # A load step needs its round's saturation run, a probe the steps before it.
+            runs.sort(key=lambda r: stage(r.params))
         return runs
 
     def runs(self, repetitions: int | None = None) -> list[PlannedRun]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, pathcheck, space, tools
+from volbench import adaptive, curves, hostinfo, journal, pathcheck, space, tools
 from volbench.errors import (
     ExperimentError,
     Interrupted,
@@ -169,6 +169,8 @@ class Session:
         self._runs = 0
         # Read once, handed to every workload (workloads read no /proc or process state).
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
+        # Load-curve steps' rates, resolved as their saturation runs end (curves.py).
+        self.resolver = curves.Resolver(curves.sla_lookup(exp.workloads))
 
     def rundir(self, label: str) -> Path:
         self._runs += 1
@@ -297,7 +299,13 @@ class Session:
         service = self.service(run, built)
         if isinstance(service, str):
             return self._failed(run, service)
-        ctx = RunContext(built, rundir, service.values if service else {}, self.host)
+        try:
+            load = self.resolver.resolve(run.target, run.workload, run.params, run.repetition,
+                                         run.warmup)
+        except VolbenchError as exc:
+            return self._failed(run, str(exc))
+        ctx = RunContext(built, rundir, service.values if service else {}, host=self.host,
+                         offered=load.offered if load else None)
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)
@@ -311,6 +319,8 @@ class Session:
                          repetition=run.repetition, warmup=run.warmup, ctx=ctx,
                          tracker=self.journal, drop=self.exp.drop_caches,
                          extra_annotations=extra)
+        if load is not None:
+            result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
         after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
         if after_error:
             result = replace(result, annotations={**result.annotations, "after": after_error})
@@ -464,6 +474,9 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
         try:
             workdir = _make_workdir(exp, scope, experiment_id)
             session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+            if done:  # resumed: load-curve steps resolve from the saturation runs stored
+                session.resolver = curves.Resolver(curves.sla_lookup(exp.workloads),
+                                                   store.runs([experiment_id]))
             adapt = exp.repeat.adaptive and repetitions is None
             for group in plan.groups:
                 session.run_group(group, done, n, adapt)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from volbench import metricinfo as metrics
 from volbench.model import RunResult, Series, Status, canonical_json, params_key
-from volbench.report import svg, timeline
+from volbench.report import curveview, svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -307,9 +307,17 @@ def _preferred(run: RunResult) -> list[Series]:
     return [s for s in run.parsed.series if s.name == pick]
 
 
+def curve_charts(report: Report, workload: str) -> list[Chart]:
+    """Load curves: latency against delivered rate, one line per target."""
+    palette = _Palette(report)
+    return [Chart(_slug(workload, slug), title, "curve", workload, markup)
+            for slug, title, markup in curveview.curve_charts(report, workload, palette.fill)]
+
+
 def all_charts(report: Report, options: ReportOptions) -> list[Chart]:
     out: list[Chart] = []
     for workload in report.workloads():
+        out += curve_charts(report, workload)
         out += bar_charts(report, workload)
         out += percentile_charts(report, workload, options.max_series_charts)
         out += series_charts(report, workload, options)

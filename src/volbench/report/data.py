@@ -15,11 +15,19 @@ from volbench.errors import VolbenchError
 from volbench.fields import did_you_mean
 from volbench.metricinfo import HEADLINE, selected
 from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
-from volbench.report import badvalues, checks, labburst, steadiness, timeline, verdicts
+from volbench.report import (
+    badvalues,
+    checks,
+    curves,
+    labburst,
+    steadiness,
+    timeline,
+    verdicts,
+)
 from volbench.report.cases import CaseSummary, measured, summarize_runs
 from volbench.report.checks import IoCheck, ReportWarning, SeriesStalls
 from volbench.report.options import ReportOptions
-from volbench.report.percentiles import MergedPercentiles, merged_percentiles
+from volbench.report.percentiles import MergedPercentiles, case_histograms, merged_percentiles
 from volbench.report.timeline import TimeLine
 from volbench.report.verdicts import VerdictRow
 from volbench.stats import SequentialDesign
@@ -71,6 +79,8 @@ class Report:
     design: SequentialDesign | None = None
     # Cases that burst or warm up, in words; their verdicts compare sustained levels.
     time_lines: list[TimeLine] = field(default_factory=list)
+    # Load curves (report/curves.py); their figures are in `summaries` too.
+    curves: list[curves.Curve] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -153,6 +163,9 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         totals = badvalues.believable_totals(totals)
     report = Report(experiments, targets, runs, summarize_runs(runs, options.metrics),
                     options=options)
+    report.curves, figures = curves.build(
+        runs, totals if totals is not None else case_histograms(runs), options.metrics)
+    report.summaries += figures
     names = report.target_order()
     report.baseline = options.baseline or verdicts.baseline_target(experiments, names)
     if options.baseline and options.baseline not in names:

@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import charts
+from volbench.report import charts, curveview
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.table import (
@@ -179,6 +179,7 @@ class HtmlExporter:
     def _workload(report: Report, workload: str, options: ReportOptions, ids: _Ids) -> list[str]:
         out = [f'<section id="{ids("workload-" + workload)}"><h2>Workload {esc(workload)}</h2>']
         figures = [
+            *charts.curve_charts(report, workload),
             *charts.bar_charts(report, workload),
             *charts.percentile_charts(report, workload, options.max_series_charts),
             *charts.series_charts(report, workload, options),
@@ -198,6 +199,8 @@ class HtmlExporter:
                     summary, ids(f"summary-{workload}"), filter_box=len(summary.rows) > 20
                 ),
             ]
+        for curve in curveview.curve_tables(report, workload):
+            out += [f"<h3>{esc(curve.title)}</h3>", render_table(curve, ids("curve-table"))]
         pct = percentile_table(report, workload)
         if pct.rows:
             out += [f"<h3>{esc(pct.title)}</h3>", render_table(pct, ids(f"pct-{workload}"))]

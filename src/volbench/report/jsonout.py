@@ -14,6 +14,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from volbench.headline import headline
+from volbench.report.curveview import curves_json
 from volbench.report.data import CaseSummary, Report
 from volbench.report.options import ReportOptions
 from volbench.report.verdicts import VerdictRow, phrase
@@ -144,6 +145,7 @@ def report_json(report: Report) -> dict[str, Any]:
                          "samples": m.samples,
                          "values": {f"{p:g}": v for p, v in m.values}}
                         for m in report.percentiles],
+        "curves": curves_json(report),
         "warnings": [w.to_json() for w in report.warnings],
         # Bursts / warm-up and steady state per case, in words (docs/time.md).
         "time": [{"target": t.target, "workload": t.workload, "params": dict(t.params),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.table import (
@@ -62,6 +63,9 @@ class MarkdownExporter:
         parts += _section("Summary", summary) if summary.rows \
             else ["## Summary", "", "No finished runs.", ""]
         parts += _section(percentile_table(report).title, percentile_table(report))
+        for workload in report.workloads():
+            for curve in curve_tables(report, workload):
+                parts += _section(curve.title, curve, "###")
         per_run = per_run_tables(report, options.metrics)
         if per_run:
             parts += ["## Per-run values", "", "Runs in the order they ran; * marks an outlier "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.table import (
@@ -57,4 +58,7 @@ class TerminalExporter:
         table = summary_table(report, options.metrics)
         parts += ["", "Summary", render_table(table) if table.rows
                   else "no finished runs to summarise"]
+        for workload in report.workloads():
+            for curve in curve_tables(report, workload):
+                parts += ["", curve.title, render_table(curve)]
         return "\n".join(parts) + "\n"

@@ -58,6 +58,9 @@ class RunContext:
     rundir: Path
     service: Mapping[str, str] = field(default_factory=dict)
     host: HostFacts = HostFacts()
+    # A load-curve step's offered rate (op/s or tx/s in all), resolved by the runner once
+    # the round's saturation run has ended (volbench.curves); None: unthrottled.
+    offered: float | None = None
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench import fieldrules, pathcheck, units
+from volbench import fieldrules, loadspec, pathcheck, units
 from volbench.errors import ExperimentError, ParseError, Problem
 from volbench.fields import Reader, choice, flag, percent, whole
 from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.services import fioservers
+from volbench.stats.curve import SATURATION, SLA_STATS
 from volbench.targets.base import Built
 from volbench.workloads import fioclient
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -44,6 +45,8 @@ class FioSpec(WorkloadSpec):
     options: Mapping[str, str] = field(default_factory=dict)
     # Where `options:` was written (for messages that name the field).
     options_at: str = "options"
+    # A load curve (`load:`, `sla:`): its steps are the values of the `load` axis.
+    load: loadspec.Load | None = None
 
 
 def _fio_size(value: Any) -> str:
@@ -64,6 +67,11 @@ def parse(r: Reader, name: str) -> FioSpec:
     options = {str(k): str(v) for k, v in dict(r.sub("options", {}).data).items()}
     options_at = r.at("options")
     if r.has("jobfile"):
+        for key in ("load", "sla"):
+            if r.has(key):
+                r.raw(key)
+                r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
+                          "remove jobfile: or remove " + key)
         path = fieldrules.absolute(r.text("jobfile"), r.base)
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
@@ -88,8 +96,11 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    load = loadspec.parse(r, tuple(SLA_STATS))
+    if load is not None:
+        matrix["load"] = load.values()
     r.finish()
-    return FioSpec(name, "fio", matrix, options=options, options_at=options_at)
+    return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load)
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
@@ -111,13 +122,15 @@ def _data_file(params: Params, built: Built) -> tuple[str, bool]:
     return built.block_device, True
 
 
-def _job_args(spec: FioSpec, params: Params, built: Built) -> list[str]:
+def _job_args(spec: FioSpec, params: Params, built: Built, offered: float | None = None
+              ) -> list[str]:
     filename, _ = _data_file(params, built)
     args = [f"--name={spec.name}", f"--filename={filename}"]
     for key in ("rw", "bs", "iodepth", "numjobs", "size", "ioengine", "direct", "rwmixread"):
         if key in params:
             args.append(f"--{key}={params[key]}")
     args += [f"--runtime={params['runtime']:g}", "--time_based=1", "--group_reporting=1"]
+    args += [f"--{k}={v}" for k, v in rate_options(params, offered, 1)]
     args += [f"--{k}={v}" for k, v in _expanded(spec, built).items()]
     return args
 
@@ -165,6 +178,30 @@ def _expanded(spec: FioSpec, built: Built) -> dict[str, str]:
     return {k: pathcheck.expand(v, place)[0] for k, v in spec.options.items()}
 
 
+def rate_options(params: Params, offered: float | None, hosts: int) -> list[tuple[str, str]]:
+    """fio options that hold a load-curve step at its offered rate.
+
+    `rate_iops` is per job (and per host): the total is spread evenly over them, and
+    for a mixed mode split by rwmixread into a read and a write rate. Arrivals are
+    Poisson (`rate_process=poisson`): independent users do not arrive evenly spaced, and
+    evenly spaced arrivals (fio's default, `linear`) hide the queueing that raises
+    latency below saturation (docs/curves.md).
+    """
+    step = params.get("load")
+    if step is None or step == SATURATION:
+        return []
+    if offered is None:  # `volbench plan`: the rate is resolved when the step runs
+        return [("rate_iops", f"<{loadspec.describe_step(step)}>"),
+                ("rate_process", "poisson")]
+    share = offered / (int(params.get("numjobs", 1)) * hosts)
+    if params.get("rw") in MIXED:
+        read = share * float(params.get("rwmixread", 50)) / 100.0
+        rate = f"{max(1, round(read))},{max(1, round(share - read))}"
+    else:
+        rate = str(max(1, round(share)))
+    return [("rate_iops", rate), ("rate_process", "poisson")]
+
+
 def setup_key(spec: FioSpec, params: Params) -> str:
     return f"fio-layout-{params.get('size', 'jobfile')}"
 
@@ -206,7 +243,7 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         # A job file sets its own runtime; allow an hour unless options say otherwise.
         timeout = 3600.0
     else:
-        argv = [*common, *_job_args(spec, params, built)]
+        argv = [*common, *_job_args(spec, params, built, ctx.offered)]
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
@@ -216,7 +253,8 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     """Client/server mode (a multi-host target): one job file per host, see fioclient."""
     texts: dict[str, str] = {}
-    for client in fioclient.clients(ctx) or []:
+    clients = fioclient.clients(ctx) or []
+    for client in clients:
         # Each host's own directory or device, as that host sees it (not resolved here).
         place = pathcheck.Place(client.get("path") or None, client.get("device") or None)
         problems = confinement(spec, params, place)
@@ -229,7 +267,7 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
         job = [(k, str(params[k])) for k in ("rw", "bs", "iodepth", "numjobs", "size",
                                              "ioengine", "direct", "rwmixread") if k in params]
         job += [("runtime", f"{params['runtime']:g}"), ("time_based", "1"),
-                ("group_reporting", "1")]
+                ("group_reporting", "1"), *rate_options(params, ctx.offered, len(clients))]
         texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, options)
     timeout = 3600.0 if spec.jobfile is not None else 3 * float(params["runtime"]) + 120
     return fioclient.command(ctx, texts, timeout)

@@ -28,12 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench import fieldrules, hostinfo, pgfind, units
+from volbench import fieldrules, hostinfo, loadspec, pgfind, units
 from volbench.errors import ParseError
 from volbench.fields import Reader
 from volbench.hosts import HostSpec
 from volbench.model import Histogram, Params, Parsed, Scalar, digest
 from volbench.services import pgclients, postgres
+from volbench.stats.curve import PGBENCH_SLA_STATS, SATURATION
 from volbench.workloads import pgbench_hosts
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import (
@@ -58,7 +59,7 @@ BYTES_PER_SCALE = 15_680_000
 # Seconds of init per scale unit on an unthrottled loop disk here (0.35), for estimates.
 INIT_S_PER_SCALE = 0.4
 TXLOG = "pgbench_txlog"
-RUN_ONLY = ("clients", "threads", "duration", "transactions", "script", "query_mode")
+RUN_ONLY = ("clients", "threads", "duration", "transactions", "script", "query_mode", "load")
 # Options volbench sets itself; in `options:` they would fight with the matrix.
 MANAGED = ("-h", "--host", "-p", "--port", "-U", "--username", "-i", "--initialize",
            "-s", "--scale", "-l", "--log", "--log-prefix", "-P", "--progress")
@@ -84,6 +85,9 @@ class PgbenchSpec(WorkloadSpec):
     listen: str | None = None
     client_hosts: tuple[HostSpec, ...] = ()
     where: str = ""
+    # A load curve (`load:`, `sla:`): its steps are the values of the `load` axis, run
+    # through pgbench --rate (docs/curves.md).
+    load: loadspec.Load | None = None
 
 
 def scale_for_bytes(size: int) -> int:
@@ -248,13 +252,19 @@ def parse(r: Reader, name: str) -> PgbenchSpec:
     log_sampling = r.number("log_sampling", 1.0)
     _check_lists(r, [*options, *init_options], init_steps, log_sampling)
     clients_from, listen = pgbench_hosts.parse_fields(r, [str(m) for m in matrix["mode"]])
+    load = loadspec.parse(r, tuple(PGBENCH_SLA_STATS))
+    if load is not None:
+        matrix["load"] = load.values()
+        if clients_from:
+            r.problem("load", "a load curve from several client hosts is not supported yet",
+                      "remove clients_from: or load:")
     # `clients` is per host: the server holds every host's connections.
     per_server = max(clients) * max(1, len(clients_from))
     spec = PgbenchSpec(name, "pgbench", matrix, cluster=_cluster(r, per_server),
                        init_steps=init_steps, init_options=tuple(init_options),
                        options=tuple(options), log_sampling=log_sampling,
                        checkpoint=r.boolean("checkpoint", True), clients_from=clients_from,
-                       listen=listen, where=r.path)
+                       listen=listen, where=r.path, load=load)
     r.finish()
     return spec
 
@@ -364,6 +374,7 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     else:
         argv += ["-t", str(params["transactions"])]
         timeout = max(3600.0, int(params["clients"]) * int(params["transactions"]) * 0.05)
+    argv += rate_args(params, ctx.offered)
     argv += ["-P", "1", "-l", f"--log-prefix={ctx.service.get('log_prefix', TXLOG)}"]
     if spec.log_sampling < 1:
         argv.append(f"--sampling-rate={spec.log_sampling:g}")
@@ -375,6 +386,18 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     return Invocation(tuple(argv), timeout=timeout, cwd=ctx.rundir,
                       outputs={**_facts(ctx), "dbsize.txt": _size_file(ctx, db)},
                       output_globs=(f"{TXLOG}.*",), throttled=False)
+
+
+def rate_args(params: Params, offered: float | None) -> list[str]:
+    """pgbench --rate for a load-curve step: transactions are scheduled as a Poisson
+    process at that total rate (pgbench's own throttling), and latency is counted from
+    each transaction's scheduled start, waiting for a busy client included."""
+    step = params.get("load")
+    if step is None or step == SATURATION:
+        return []
+    if offered is None:  # `volbench plan`: resolved when the step runs
+        return ["--rate", f"<{loadspec.describe_step(step)}>"]
+    return ["--rate", f"{offered:.3f}"]
 
 
 def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:

@@ -1,0 +1,1 @@
+fio --name=curve --filename=/var/tmp/volbench-curves-capture.dat --size=64M --rw=randrw --rwmixread=70 --bs=4k --iodepth=16 --numjobs=2 --ioengine=libaio --direct=1 --runtime=2 --time_based=1 --group_reporting=1 --rate_iops=140,60 --rate_process=poisson --output-format=json+ --output=rate-poisson-randrw70-nj2.json
