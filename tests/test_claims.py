@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import tool
+from support import ROOT, tool
 from volbench import claims
 from volbench.store import Store
 
@@ -130,7 +130,7 @@ def wait_for_claim(db: Path, pid: int) -> None:
 
 
 def env() -> dict[str, str]:
-    src = str(Path(__file__).parent.parent / "src")
+    src = str(ROOT / "src")
     return {**os.environ, "PYTHONPATH": src}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import volbench
 from volbench import journal, kinds
 
 CALLS: list[str] = []
@@ -118,7 +119,7 @@ def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
 
 def _journaled_kinds() -> dict[str, set[str]]:
     """Module name -> the resource kinds its code journals (scope.add("kind", …))."""
-    src = Path(kinds.__file__).parent
+    src = Path(volbench.__file__).parent
     found: dict[str, set[str]] = {}
     for path in src.rglob("*.py"):
         added = set(re.findall(r"""\.add\(\s*["']([a-z][a-z0-9-]*)["']""", path.read_text()))

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import DATA
+from support import DATA, ROOT
 from volbench import experiment
 from volbench.errors import ExperimentError, VolbenchError
 from volbench.importer import IMPORTERS, read_output
@@ -153,7 +153,7 @@ def test_an_imported_run_holds_only_believable_values(text: str) -> None:
 
 # -- experiment files -----------------------------------------------------------------------
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def experiment_seeds() -> list[tuple[str, str]]:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from support import ROOT
 from volbench import tools
 
-SETUP = Path(__file__).resolve().parent.parent / "scripts" / "setup"
+SETUP = ROOT / "scripts" / "setup"
 # Part of every Debian system (essential or priority required): not setup's to install.
 SYSTEM = {"apt", "dpkg"}
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from support import tool
+from support import ROOT, tool
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = ROOT
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 
