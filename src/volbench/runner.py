@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, hostinfo, journal, tools
+from volbench import adaptive, containment, hostinfo, journal, proc, tools
 from volbench.errors import ExperimentError, Interrupted, ResourceError, VolbenchError, key_lines
 from volbench.execution import measure, prepare_rundir, run_invocation
 from volbench.experiment import Experiment, root_problems
@@ -69,6 +69,8 @@ def signals_raise() -> Iterator[None]:
     """SIGTERM/SIGHUP/SIGINT become Interrupted, so every `with` block tears down."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if proc.hold_signal(signum):  # a child is being started: raised once it is recorded
+            return
         raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, handler)
@@ -325,9 +327,11 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
         todo = [r for r in plan.runs(n) if r.run_key not in done]
         progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
         status = "failed"
+        interruption: Interrupted | None = None
         with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
             scope = jrnl.scope()
             try:
+                containment.begin(scope)  # every process of the run, ended at teardown
                 exp.workdir.mkdir(parents=True, exist_ok=True)
                 workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
                 make_tree(scope, workdir / "runs")
@@ -336,14 +340,17 @@ def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
                 for group in plan.groups:
                     session.run_group(group, done, n, adapt)
                 status = "done"
-            except (Interrupted, KeyboardInterrupt):
+            except (Interrupted, KeyboardInterrupt) as exc:
                 status = "interrupted"
+                interruption = exc if isinstance(exc, Interrupted) else None
                 raise
             finally:
-                errors = scope.close()
+                scope.close()
                 store.set_status(experiment_id, status)
                 progress.end()
-                if errors:
-                    progress.note("teardown incomplete, run `volbench cleanup`: "
-                                  + "; ".join(errors))
+                # Every scope's leftovers, also those closed while an exception was in flight.
+                if jrnl.incomplete and interruption is not None:
+                    interruption.left_behind(jrnl.incomplete)
+                elif jrnl.incomplete:
+                    progress.note(journal.incomplete_message(jrnl.incomplete))
         return session.outcome
