@@ -114,7 +114,7 @@ def tool_started(tag: str, tools: tuple[str, ...]) -> bool:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if comm in tools and b"--name=layout" not in argv:
+        if comm in tools and b"--name=layout" not in argv and b"--version" not in argv:
             return True
     return False
 
@@ -177,6 +177,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     trial.delay = (rng.uniform(*TOOL_WINDOW) if trial.anchor == "tool"
                    else rng.uniform(0.2, 12.0 if trial.shape == "fio" else 15.0))
     work = Path(tempfile.mkdtemp(dir=root, prefix=f"chaos-{seed}-"))
+    work.chmod(0o755)  # the postgres user reaches its socket directory through it
     tag = uuid.uuid4().hex
     state = work / "state"
     env = {**os.environ, TAG: tag, "VOLBENCH_STATE_DIR": str(state),
@@ -220,6 +221,10 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     distinct, rows = count_runs(db) if db.exists() else (0, 0)
     trial.lost = trial.planned - distinct
     trial.duplicated = rows - distinct
+    if trial.lost and db.exists():
+        with sqlite3.connect(db) as con:
+            failed = con.execute("SELECT error FROM runs WHERE status != 'ok'").fetchall()
+        trial.note += f" failed runs: {'; '.join(e[0][:160] for e in failed[:2])}"
     subprocess.run(["rm", "-rf", str(work)], timeout=120)
     return trial
 
