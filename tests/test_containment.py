@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -64,13 +65,31 @@ def journal_recipe() -> Any:
     return Recipe()
 
 
-def test_a_setsid_descendant_ends_with_its_command(
+def test_a_setsid_descendant_ends_with_its_killed_command(
         contained: tuple[journal.Journal, Path]) -> None:
-    """The shell exits at once; the sleep it left in a session of its own would run on
-    (no process group or parent-death signal reaches it) without the command's tag."""
-    done = proc.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $!"], timeout=30)
-    pid = int(done.stdout)
+    """A command that times out: its descendant in a session of its own (no process group
+    or parent-death signal reaches it) would run on without the command's tag."""
+    script = "setsid sleep 300 >/dev/null 2>&1 & echo $! > pid; sleep 60"
+    with tempfile.TemporaryDirectory() as tmp:
+        done = proc.run(["sh", "-c", script], timeout=1.0, check=False, cwd=tmp)
+        pid = int((Path(tmp) / "pid").read_text())
+    assert done.timed_out
     assert wait_gone(pid, None, 5.0), "the setsid'd sleep outlived its command"
+
+
+def test_a_setsid_descendant_of_a_finished_command_ends_with_the_run(tmp_path: Path) -> None:
+    """A tool may leave a daemon on purpose (lvcreate starts dmeventd): it stays until the
+    run's teardown empties the run's cgroup."""
+    with journal.opened("test") as jrnl:
+        scope = jrnl.scope()
+        assert containment.begin(scope) is not None
+        done = proc.run(["sh", "-c", "setsid sleep 305 >/dev/null 2>&1 & echo $!"], timeout=30)
+        pid = int(done.stdout)
+        start = procfs.start_ticks(pid)
+        time.sleep(0.3)
+        assert procfs.running(pid, start)
+        assert scope.close() == []
+    assert wait_gone(pid, start, 1.0)
 
 
 STAND_IN = """

@@ -10,10 +10,10 @@ with wait4 for the real/user/sys figures of macro jobs.
 
 Process groups and the parent-death signal do not reach a descendant that calls
 setsid() (fio's job workers, PostgreSQL's backends, daemons): during a run every
-child therefore joins the run's cgroup (`contained`, see containment.py) before it
-execs, and carries a per-command tag in its environment; when a command ends, the
-members of the cgroup with its tag end too, and the run's teardown (or `volbench
-cleanup`) ends whatever is still in the cgroup.
+child therefore joins the run's cgroup (see containment.py) before it execs, and
+carries a per-command tag in its environment; when a command is killed (timeout,
+interruption) or a server stopped, the members of the cgroup with its tag end too, and
+the run's teardown (or `volbench cleanup`) ends whatever is still in the cgroup.
 """
 
 from __future__ import annotations
@@ -312,6 +312,7 @@ def run(
             hold.release()
             raise
         token: object = None
+        killed = True
         try:
             token = tracker.process_started(popen.pid, argv) if tracker else None
             # An interruption held back while starting arrives here, with the child
@@ -321,15 +322,19 @@ def run(
                 code, utime, stime, timed_out = _wait_leader_only(popen, timeout)
             else:
                 code, utime, stime, timed_out = _wait(popen, timeout)
+            killed = timed_out
         except BaseException:
             hold.release()
             _kill_group(popen.pid, popen.poll)
             raise
         finally:
-            if not keep_group:
+            # A killed command's setsid'd descendants (fio's workers) would run on: end
+            # them now. After a normal exit, what a tool left on purpose (dmeventd after
+            # lvcreate) stays until the run's teardown empties the run's cgroup.
+            if killed and not keep_group:
                 end_tagged(tag)
-                if tracker is not None:
-                    tracker.process_ended(token)
+            if tracker is not None and not keep_group:
+                tracker.process_ended(token)
         ended = time.time()
         result = Completed(tuple(argv), code, _contents(out), _contents(err), started, ended,
                            utime, stime, timed_out)
