@@ -210,6 +210,8 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
                                  timeout=300)
         if cleaned.returncode != 0:
             trial.note += f" cleanup failed: {cleaned.stderr.strip()[-200:]}"
+    elif trial.exit_code == 0 and not trial.note:
+        trial.note += f" signal ignored? {err.decode(errors='replace').strip()[-300:]}"
     elif trial.exit_code not in (0, 130):
         trial.note += f" exit {trial.exit_code}: {err.decode(errors='replace').strip()[-200:]}"
     trial.leaked = leftovers(work, tag, state, child.pid)

@@ -186,12 +186,16 @@ def hold_signal(signum: int) -> bool:
 
 
 class _Hold:
-    """Signals held back from creation until `release` (idempotent)."""
+    """Signals held back from creation until `release` (idempotent).
+
+    Only in the main thread: Python runs signal handlers there, so an interruption can
+    only land inside a Popen of the main thread (and the counter needs no lock)."""
 
     def __init__(self) -> None:
         global _starting
-        _starting += 1
-        self.on = True
+        self.on = threading.current_thread() is threading.main_thread()
+        if self.on:
+            _starting += 1
 
     def release(self) -> None:
         global _starting
