@@ -9,6 +9,8 @@ cgroups and journals left behind; finally `--resume` completes the experiment an
 stored runs are counted against the plan.
 
     sudo .venv/bin/python bench/chaos.py [--trials 30] [--seed 1]
+    sudo .venv/bin/python bench/chaos.py --trials 12 --seed 1000 --shape fio --signal KILL \
+        --anchor tool      # the reported leak's window
 
 Prints trials, lost, duplicated, leaked (target 0 / 0 / 0) and one line per trial.
 """
@@ -236,11 +238,15 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1, help="first trial's seed")
+    parser.add_argument("--shape", choices=SHAPES, help="only this experiment")
+    parser.add_argument("--signal", choices=SIGNALS, help="only this signal")
+    parser.add_argument("--anchor", choices=("start", "tool"),
+                        help="time the signal from volbench's start or the tool's")
     args = parser.parse_args()
     root = Path("/var/tmp")  # images need O_DIRECT: not tmpfs
     trials = []
     for seed in range(args.seed, args.seed + args.trials):
-        trial = run_trial(seed, root)
+        trial = run_trial(seed, root, shape=args.shape, sig=args.signal, anchor=args.anchor)
         trials.append(trial)
         print(trial.line(), flush=True)
     leaked = sum(1 for t in trials if t.leaked)
