@@ -41,6 +41,7 @@ SIGNALS = ("KILL", "TERM", "INT")
 SHAPES = ("fio", "pgbench")
 # A kill this long after the tool starts hit the window where fio's worker escaped.
 TOOL_WINDOW = (0.15, 0.6)
+RESUME_TIMEOUT = 900
 
 
 @dataclass
@@ -218,10 +219,17 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
         trial.note += f" exit {trial.exit_code}: {err.decode(errors='replace').strip()[-200:]}"
     trial.leaked = leftovers(work, tag, state, child.pid)
     _end_leaked(tag)  # so one leak does not disturb the next trials
-    resumed = subprocess.run(volbench("run", str(file), "--db", str(db), "--resume", "--quiet"),
-                             env=env, capture_output=True, text=True, timeout=600)
-    if resumed.returncode != 0:
-        trial.note += f" resume exit {resumed.returncode}: {resumed.stderr.strip()[-200:]}"
+    try:
+        resumed = subprocess.run(volbench("run", str(file), "--db", str(db), "--resume",
+                                          "--quiet"), env=env, capture_output=True, text=True,
+                                 timeout=RESUME_TIMEOUT)
+        if resumed.returncode != 0:
+            trial.note += f" resume exit {resumed.returncode}: {resumed.stderr.strip()[-200:]}"
+    except subprocess.TimeoutExpired:
+        # subprocess.run SIGKILLed the resume: finish its teardown the documented way.
+        trial.note += f" resume still running after {RESUME_TIMEOUT} s: stopped, cleaned up"
+        subprocess.run(volbench("cleanup"), env=env, capture_output=True, timeout=300)
+        _end_leaked(tag)
     distinct, rows = count_runs(db) if db.exists() else (0, 0)
     trial.lost = trial.planned - distinct
     trial.duplicated = rows - distinct
