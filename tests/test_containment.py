@@ -65,13 +65,19 @@ def journal_recipe() -> Any:
     return Recipe()
 
 
+# Starts `sleep N` in a session of its own and prints its PID once it is there (until
+# setsid() has run, the process is still in the shell's group, which a kill would reach).
+DETACHED = ('setsid sleep {n} >/dev/null 2>&1 & p=$!; '
+            'while [ "$(cut -d" " -f6 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; echo $p')
+
+
 def test_a_setsid_descendant_ends_with_its_killed_command(
         contained: tuple[journal.Journal, Path]) -> None:
     """A command that times out: its descendant in a session of its own (no process group
     or parent-death signal reaches it) would run on without the command's tag."""
-    script = "setsid sleep 300 >/dev/null 2>&1 & echo $! > pid; sleep 60"
+    script = DETACHED.format(n=300) + " > pid; sleep 60"
     with tempfile.TemporaryDirectory() as tmp:
-        done = proc.run(["sh", "-c", script], timeout=1.0, check=False, cwd=tmp)
+        done = proc.run(["sh", "-c", script], timeout=2.0, check=False, cwd=tmp)
         pid = int((Path(tmp) / "pid").read_text())
     assert done.timed_out
     assert wait_gone(pid, None, 5.0), "the setsid'd sleep outlived its command"
@@ -82,13 +88,15 @@ def test_a_setsid_descendant_of_a_finished_command_ends_with_the_run(tmp_path: P
     run's teardown empties the run's cgroup."""
     with journal.opened("test") as jrnl:
         scope = jrnl.scope()
-        assert containment.begin(scope) is not None
-        done = proc.run(["sh", "-c", "setsid sleep 305 >/dev/null 2>&1 & echo $!"], timeout=30)
-        pid = int(done.stdout)
-        start = procfs.start_ticks(pid)
-        time.sleep(0.3)
-        assert procfs.running(pid, start)
-        assert scope.close() == []
+        try:
+            assert containment.begin(scope) is not None
+            done = proc.run(["sh", "-c", DETACHED.format(n=305)], timeout=30)
+            pid = int(done.stdout)
+            start = procfs.start_ticks(pid)
+            time.sleep(0.3)
+            assert procfs.running(pid, start)
+        finally:
+            assert scope.close() == []
     assert wait_gone(pid, start, 1.0)
 
 

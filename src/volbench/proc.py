@@ -18,7 +18,6 @@ the run's teardown (or `volbench cleanup`) ends whatever is still in the cgroup.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import grp
 import itertools
@@ -30,7 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -61,27 +60,15 @@ class _Containment:
 _containment: _Containment | None = None
 
 
-@contextlib.contextmanager
-def contained(cgroup: Path, hierarchy: str, relative: str) -> Iterator[None]:
-    """Every child started inside the block joins `cgroup` (or a cgroup below it).
-
-    Process-wide on purpose: targets, services and daemons start processes deep in
-    their own code, and one of them left out would be one that can escape."""
-    global _containment
-    previous, _containment = _containment, _Containment(cgroup, hierarchy, relative)
-    try:
-        yield
-    finally:
-        _containment = previous
-
-
 def containment() -> Path | None:
     """The cgroup children join by default now (None outside a contained run)."""
     return _containment.cgroup if _containment is not None else None
 
 
 def set_containment(cgroup: Path | None, hierarchy: str = "", relative: str = "") -> None:
-    """Start (or, with None, stop) containing children; see `contained`."""
+    """Start (or, with None, stop) putting every child into `cgroup` (or a cgroup below
+    it). Process-wide on purpose: targets, services and daemons start processes deep in
+    their own code, and one of them left out would be one that can escape."""
     global _containment
     _containment = _Containment(cgroup, hierarchy, relative) if cgroup is not None else None
 
