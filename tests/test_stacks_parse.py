@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from support import DATA, need
-from volbench import blockstack, daemons, journal, proc, stackparse
+from volbench import blockstack, daemons, journal, proc, procfs, stackparse
 from volbench.errors import ExperimentError, ParseError, ResourceError
 from volbench.experiment import parse_document
 from volbench.recipe import Recipe
@@ -469,14 +469,14 @@ def test_a_daemon_outlives_its_starter_and_its_undo_ends_it(tmp_path: Path) -> N
     with journal.opened("test") as jrnl:
         scope = jrnl.scope()
         pid = daemons.start(scope, Recipe(), argv, tmp_path / "d.log", lambda: True, what="x")
-        assert journal.process_start_ticks(pid) is not None
+        assert procfs.start_ticks(pid) is not None
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert cmdline[1:3] == [b"301", b""] and cmdline[0].endswith(b"/sleep")
         assert os.getsid(pid) == pid  # a session of its own
         (entry,) = [e for e in scope._entries if e.kind == "daemon"]
         assert entry.data["pid"] == pid and entry.data["start"] > entry.data["since"] - 1
         scope.close()
-    assert journal.process_start_ticks(pid) is None
+    assert procfs.start_ticks(pid) is None
 
 
 def test_a_daemon_journaled_without_its_pid_is_found_and_ended(tmp_path: Path) -> None:
@@ -484,12 +484,12 @@ def test_a_daemon_journaled_without_its_pid_is_found_and_ended(tmp_path: Path) -
     by its exact command line and a start after the journal entry."""
     sleep = shutil.which("sleep")
     assert sleep is not None
-    data = {"argv": [sleep, "302"], "since": daemons._ticks_now()}
+    data = {"argv": [sleep, "302"], "since": procfs.ticks_now()}
     starter = proc.start(["setsid", "--fork", sleep, "302"], log=tmp_path / "d.log")
     starter.popen.wait(timeout=30)
     found = daemons.wait_for(lambda: daemons.find(data["argv"], int(data["since"])), 10)
     assert found is not None
     assert daemons.find(data["argv"], found[1] + 10**9) is None  # started before: not ours
     journal.UNDO["daemon"](data)
-    assert journal.process_start_ticks(found[0]) is None
+    assert procfs.start_ticks(found[0]) is None
     journal.UNDO["daemon"](data)  # idempotent: nothing left to end

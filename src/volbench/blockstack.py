@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from volbench import proc
+from volbench import proc, procfs
 from volbench.daemons import wait_for
 from volbench.devices import loops_backed_by
 from volbench.disks import Disk
@@ -36,15 +36,9 @@ _LOOP = re.compile(r"^/dev/loop\d+$")
 # -- kernel features -------------------------------------------------------------------------
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
 
 def device_mapper_present() -> bool:
-    return Path("/sys/module/dm_mod").exists() or "device-mapper" in _read("/proc/misc")
+    return Path("/sys/module/dm_mod").exists() or "device-mapper" in procfs.read_text("/proc/misc")
 
 
 def md_present() -> bool:
@@ -52,7 +46,8 @@ def md_present() -> bool:
 
 
 def filesystem_present(name: str) -> bool:
-    return any(line.split()[-1:] == [name] for line in _read("/proc/filesystems").splitlines())
+    lines = procfs.read_text("/proc/filesystems").splitlines()
+    return any(line.split()[-1:] == [name] for line in lines)
 
 
 def iscsi_initiator_present() -> bool:

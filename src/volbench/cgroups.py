@@ -9,7 +9,6 @@ can say so.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -18,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from volbench import proc, procfs
 from volbench.devices import device_number
 from volbench.errors import ResourceError
 from volbench.journal import Scope, undoer
@@ -25,6 +25,10 @@ from volbench.limits import Limits
 from volbench.recipe import Recipe
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
+HIERARCHY = "blkio"
+# How long members get after SIGTERM before SIGKILL, and to leave at all.
+GRACE = 2.0
+EMPTY_TIMEOUT = 30.0
 
 
 def available() -> str | None:
@@ -47,7 +51,10 @@ def make_throttle(scope: Scope, recipe: Recipe, name: str, devices: list[str],
     why = available()
     if why:
         raise ResourceError(why)
-    path = BLKIO / f"volbench-{os.getpid()}-{_safe(name)}"
+    # Inside the run's cgroup (containment.py) when there is one: a process is in one
+    # cgroup per hierarchy, and this keeps the workload in the run's subtree. v1
+    # blk-throttle is flat, so the limits apply to this group's processes as before.
+    path = (proc.containment() or BLKIO) / f"volbench-{os.getpid()}-{_safe(name)}"
     scope.add("cgroup", path=str(path))
     recipe.run(["mkdir", "-p", str(path)], timeout=10)
     for device in devices:
@@ -71,18 +78,57 @@ def serviced(path: Path) -> dict[str, int]:
     return totals
 
 
-@undoer("cgroup")
-def _undo_cgroup(data: Mapping[str, Any]) -> None:
-    path = Path(data["path"])
+def relative(path: Path) -> str:
+    """The cgroup's path as /proc/PID/cgroup shows it."""
+    return "/" + str(path.relative_to(BLKIO))
+
+
+def end_members(path: Path, keep: Path | None = None, timeout: float = EMPTY_TIMEOUT) -> None:
+    """End every process in `path` and the cgroups below it (but not in `keep`); raise
+    OSError naming those that would not end.
+
+    Read until empty: a member may fork while it is being signalled, and the new child is
+    in the cgroup too. SIGTERM first (a server gets to exit cleanly), SIGKILL after GRACE
+    seconds. Only PIDs read from our cgroup are signalled, each checked through a pidfd."""
+    started = time.monotonic()
+    while True:
+        spared = set(procfs.cgroup_pids(keep)) if keep is not None else set()
+        pids = [p for p in procfs.cgroup_pids(path) if p != os.getpid() and p not in spared]
+        if not pids:
+            return
+        waited = time.monotonic() - started
+        if waited > timeout:
+            raise OSError(f"processes {', '.join(map(str, pids))} in {path} did not end "
+                          f"within {timeout:g} s")
+        sig = signal.SIGTERM if waited < GRACE else signal.SIGKILL
+        for pid in pids:
+            procfs.signal_cgroup_member(pid, sig, HIERARCHY, relative(path))
+        time.sleep(0.05)
+
+
+def remove(path: Path) -> None:
+    """End the cgroup's processes, then remove it and the cgroups below it (deepest first)."""
     if not path.exists():
         return
+    end_members(path)
+    below = sorted((p for p in path.rglob("*") if p.is_dir()),
+                   key=lambda p: len(p.parts), reverse=True)
+    for directory in [*below, path]:
+        for attempt in range(50):
+            try:
+                directory.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                # EBUSY for a moment after the last member exited: wait briefly rather
+                # than leave the cgroup behind.
+                if attempt == 49:
+                    raise
+                time.sleep(0.05)
+
+
+@undoer("cgroup")
+def _undo_cgroup(data: Mapping[str, Any]) -> None:
     # Only our workloads ever joined this cgroup; anything still inside is ours.
-    for attempt in range(50):
-        pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM if attempt < 20 else signal.SIGKILL)
-        time.sleep(0.1)
-    path.rmdir()
+    remove(Path(data["path"]))

@@ -24,37 +24,25 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from volbench import proc
+from volbench import containment, proc, procfs
 from volbench.errors import ResourceError
-from volbench.journal import Scope, process_start_ticks, undoer
-from volbench.processes import end_group
+from volbench.journal import Scope, undoer
+from volbench.procfs import end_group
 from volbench.recipe import Recipe
 
 T = TypeVar("T")
 
 
-def _ticks_now() -> int:
-    """Clock ticks since boot, the unit of a process's start time in /proc/PID/stat."""
-    uptime = float(Path("/proc/uptime").read_text().split()[0])
-    return int(uptime * os.sysconf("SC_CLK_TCK"))
-
-
 def find(argv: Sequence[str], since: int) -> tuple[int, int] | None:
     """(pid, start) of the process running exactly `argv`, started at or after `since`."""
-    want = "\0".join(argv).encode()
+    want = [os.fsencode(a) for a in argv]
     found: list[tuple[int, int]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid in procfs.pids():
+        if procfs.cmdline(pid) != want:
             continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().rstrip(b"\0")
-        except OSError:
-            continue
-        if cmdline != want:
-            continue
-        start = process_start_ticks(int(entry.name))
+        start = procfs.start_ticks(pid)
         if start is not None and start >= since:
-            found.append((int(entry.name), start))
+            found.append((pid, start))
     return min(found, key=lambda f: f[1]) if found else None
 
 
@@ -86,10 +74,12 @@ def start(
     if program is None:
         raise ResourceError(f"{argv[0]} not found; install it (volbench doctor names the package)")
     argv = [program, *argv[1:]]
-    entry = scope.add("daemon", name=Path(program).name, argv=argv, since=_ticks_now())
+    entry = scope.add("daemon", name=Path(program).name, argv=argv, since=procfs.ticks_now())
     recipe.note(f"{proc.command_line(argv)} &   # in the foreground; ended at teardown")
     log.parent.mkdir(parents=True, exist_ok=True)
-    launcher = proc.start(["setsid", "--fork", *argv], log=log)
+    # In the run's daemons cgroup (containment.py): ended with the run, after what it serves.
+    launcher = proc.start(["setsid", "--fork", *argv], log=log,
+                          cgroup=containment.daemon_cgroup())
     launcher.popen.wait(timeout=30)
     found = wait_for(lambda: find(argv, entry.data["since"]), 10)
     if found is None:
@@ -98,11 +88,11 @@ def start(
     scope.update(entry, pid=pid, start=started)
 
     def up_or_gone() -> bool | None:
-        return True if ready() or process_start_ticks(pid) != started else None
+        return True if ready() or procfs.start_ticks(pid) != started else None
 
     wait_for(up_or_gone, timeout)
     if not ready():
-        alive = process_start_ticks(pid) == started
+        alive = procfs.start_ticks(pid) == started
         raise ResourceError(
             f"{what} ({argv[0]}) "
             + (f"did not come up within {timeout:g} s" if alive else "exited")

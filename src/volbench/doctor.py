@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import cgroups, pgfind, tools
+from volbench import cgroups, pgfind, procfs, tools
 
 
 @dataclass(frozen=True)
@@ -19,20 +19,14 @@ class Check:
     disables: str = ""
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
 
 def _loop_check() -> Check:
     if not Path("/dev/loop-control").exists():
         return Check("loop devices", False, "/dev/loop-control missing (modprobe loop)",
                      "loopdisk and btrfs targets")
-    max_loop = _read("/sys/module/loop/parameters/max_loop").strip() or "?"
+    max_loop = procfs.read_text("/sys/module/loop/parameters/max_loop").strip() or "?"
     busy = sum(1 for p in Path("/sys/block").glob("loop*")
-               if _read(str(p / "loop/backing_file")).strip())
+               if procfs.read_text(str(p / "loop/backing_file")).strip())
     total = sum(1 for _ in Path("/sys/block").glob("loop*"))
     return Check("loop devices", True, f"{total - busy} of {total} free (max_loop={max_loop})")
 
@@ -61,8 +55,8 @@ def checks(workdir: Path | None = None) -> list[Check]:
     why = cgroups.available()
     found.append(Check("blkio throttling", why is None, why or "cgroup v1 blkio throttle",
                        "" if why is None else "disk classes (limits:)"))
-    filesystems = _read("/proc/filesystems")
-    misc = _read("/proc/misc")
+    filesystems = procfs.read_text("/proc/filesystems")
+    misc = procfs.read_text("/proc/misc")
     found.append(_kernel_feature("device-mapper", "device-mapper" in misc or
                                  Path("/sys/module/dm_mod").exists(), "dm_mod",
                                  "LVM targets on this host (use the lab VM)"))

@@ -89,6 +89,11 @@ class Interrupted(BaseException):
         super().__init__(f"interrupted by {signal_name}; finished runs are saved: run the "
                          "same command again with --resume to continue")
 
+    def left_behind(self, what: list[str]) -> None:
+        """Say in the message that teardown could not remove `what`."""
+        self.args = (f"{self.args[0]}; teardown could not remove " + "; ".join(what)
+                     + ": run `volbench cleanup` first",)
+
 
 class UnsafeDevice(VolbenchError):
     """The device guard refused a disk; names the rule."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from volbench import proc
+from volbench import proc, procfs
 from volbench.errors import UnsafeDevice
 from volbench.recipe import Recipe
 from volbench.tools import require
@@ -144,12 +144,6 @@ class DeviceFacts:
 # -- reading the kernel's view --------------------------------------------------------------
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
 
 def name_of(number: str) -> str | None:
     """Kernel name ('loop3', 'vda1') of the block device MAJ:MIN, if there is one."""
@@ -199,7 +193,7 @@ def holders_of(name: str) -> list[str]:
 
 def describe_holder(name: str) -> str:
     """'dm-0 (vg0-lv0)' or 'md127': the holder's kernel name and its friendly name."""
-    friendly = _read(SYS_BLOCK / name / "dm" / "name")
+    friendly = procfs.read_text(SYS_BLOCK / name / "dm" / "name").strip()
     return f"{name} ({friendly})" if friendly else name
 
 
@@ -239,7 +233,7 @@ def mounts_by_device() -> dict[str, list[str]]:
     show an anonymous 0:N number, but name the real device as the source.
     """
     found: dict[str, list[str]] = {}
-    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+    for line in procfs.read_text(Path("/proc/self/mountinfo")).strip().splitlines():
         left, _, right = line.partition(" - ")
         fields, rest = left.split(), right.split()
         if len(fields) < 5 or len(rest) < 2:
@@ -258,7 +252,7 @@ def mounts_by_device() -> dict[str, list[str]]:
 def active_swaps() -> dict[str, str]:
     """Kernel device name → swap area path, for swap on block devices (/proc/swaps)."""
     found: dict[str, str] = {}
-    for line in _read(Path("/proc/swaps")).splitlines()[1:]:
+    for line in procfs.read_text(Path("/proc/swaps")).strip().splitlines()[1:]:
         parts = line.split()
         if len(parts) >= 2 and parts[1] == "partition":
             name = block_name(_unescape(parts[0]))
@@ -313,14 +307,14 @@ def _family(name: str) -> list[str]:
 
 def _whole(listed: str, name: str) -> Iterator[UnsafeDevice]:
     """Refusals about the device itself: capacity, read-only, the root filesystem."""
-    if _read(SYS_BLOCK / name / "size") in ("", "0"):
+    if procfs.read_text(SYS_BLOCK / name / "size").strip() in ("", "0"):
         yield UnsafeDevice(
             listed,
             NO_CAPACITY,
             f"/dev/{name} has size 0 (a loop device with "
             "no file attached?); list a disk with capacity",
         )
-    if _read(SYS_BLOCK / name / "ro") == "1":
+    if procfs.read_text(SYS_BLOCK / name / "ro").strip() == "1":
         yield UnsafeDevice(listed, READ_ONLY, f"/dev/{name} is read-only; list a writable disk")
     if root_stack() & (set(_family(name)) | stack_below(name)):
         yield UnsafeDevice(
@@ -450,7 +444,7 @@ def assess(path: str, *, wipe: bool = False) -> tuple[DeviceFacts | None, list[U
         signatures += found
     if not wipe:
         refusals = list(_content(path, signatures))
-    size = int(_read(SYS_BLOCK / name / "size") or 0) * 512
+    size = int(procfs.read_text(SYS_BLOCK / name / "size").strip() or 0) * 512
     facts = DeviceFacts(path, f"/dev/{name}", size, tuple(partitions_of(name)), tuple(signatures))
     return facts, refusals
 

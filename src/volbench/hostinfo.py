@@ -13,10 +13,9 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from volbench import __version__, proc, tools
+from volbench import __version__, proc, procfs, tools
 
 # Tool -> argv printing its version (first line kept).
 VERSION_ARGS: dict[str, list[str]] = {
@@ -46,31 +45,23 @@ def inside_lab() -> bool:
     return os.environ.get(INSIDE_LAB) == "1"
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
 def os_release() -> str:
-    m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', _read("/etc/os-release"), re.MULTILINE)
+    m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', procfs.read_text("/etc/os-release"), re.MULTILINE)
     return m.group(1) if m else platform.platform()
 
 
 def cpu_model() -> str:
-    m = re.search(r"^model name\s*:\s*(.*)$", _read("/proc/cpuinfo"), re.MULTILINE)
+    m = re.search(r"^model name\s*:\s*(.*)$", procfs.read_text("/proc/cpuinfo"), re.MULTILINE)
     return m.group(1).strip() if m else platform.processor()
 
 
 def memory_bytes() -> int:
-    m = re.search(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.MULTILINE)
-    return int(m.group(1)) * 1024 if m else 0
+    return procfs.meminfo("MemTotal")
 
 
 def virtualization() -> str:
-    product = _read("/sys/class/dmi/id/product_name").strip()
-    hypervisor = "hypervisor" in _read("/proc/cpuinfo")
+    product = procfs.read_text("/sys/class/dmi/id/product_name").strip()
+    hypervisor = "hypervisor" in procfs.read_text("/proc/cpuinfo")
     return product or ("virtual machine" if hypervisor else "unknown")
 
 
@@ -129,7 +120,7 @@ REMOTE_PROBE = ["sh", "-c", (
     'echo "hostname=$(hostname)"; echo "kernel=$(uname -r)"; echo "machine=$(uname -m)"; '
     'echo "cpus=$(getconf _NPROCESSORS_ONLN)"; '
     'echo "cpu=$(sed -n "s/^model name[[:space:]]*: //p" /proc/cpuinfo | head -n 1)"; '
-    'echo "memory_kb=$(sed -n "s/^MemTotal:[[:space:]]*\\([0-9]*\\) kB/\\1/p" /proc/meminfo)"; '
+    'echo "meminfo=$(grep ^MemTotal: /proc/meminfo)"; '
     'echo "os=$(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME")"; '
     'echo "fio=$(fio --version 2>/dev/null | head -n 1)"')]
 
@@ -137,7 +128,6 @@ REMOTE_PROBE = ["sh", "-c", (
 def parse_probe(text: str) -> dict[str, Any]:
     """REMOTE_PROBE's output in the shape of capture()'s "checked" fields."""
     raw = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-    memory = raw.get("memory_kb", "")
     cpus = raw.get("cpus", "")
     return {
         "hostname": raw.get("hostname", ""),
@@ -146,6 +136,6 @@ def parse_probe(text: str) -> dict[str, Any]:
         "os": raw.get("os", ""),
         "cpu": raw.get("cpu", ""),
         "cpus": int(cpus) if cpus.isdigit() else 0,
-        "memory_bytes": int(memory) * 1024 if memory.isdigit() else 0,
+        "memory_bytes": procfs.meminfo("MemTotal", raw.get("meminfo", "")),
         "tools": {"fio": raw.get("fio") or None},
     }

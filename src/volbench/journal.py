@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from volbench import procfs
 from volbench.errors import VolbenchError
 
 Undo = Callable[[Mapping[str, Any]], None]
 UNDO: dict[str, Undo] = {}
+# Run by `cleanup` before a dead process's journal is replayed in reverse order.
+FIRST: dict[str, Undo] = {}
 
 
 def undoer(kind: str) -> Callable[[Undo], Undo]:
@@ -32,6 +35,17 @@ def undoer(kind: str) -> Callable[[Undo], Undo]:
 
     def register(fn: Undo) -> Undo:
         UNDO[kind] = fn
+        return fn
+
+    return register
+
+
+def first_in_cleanup(kind: str) -> Callable[[Undo], Undo]:
+    """Register a step `volbench cleanup` takes for `kind` before replaying the rest:
+    ending a dead run's processes, which would otherwise keep its mounts busy."""
+
+    def register(fn: Undo) -> Undo:
+        FIRST[kind] = fn
         return fn
 
     return register
@@ -48,15 +62,6 @@ def state_dir() -> Path:
     return Path(runtime) / "volbench" if runtime else Path(f"/tmp/volbench-{os.getuid()}")
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot (guards against PID reuse)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rindex(")") + 2:].split()
-    return int(fields[19])
 
 
 @dataclass
@@ -75,13 +80,15 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the journal
         self._open: dict[int, Entry] = {}
+        # What a teardown could not remove (kept for `volbench cleanup`), in order.
+        self.incomplete: list[str] = []
 
     @classmethod
     def create(cls, label: str) -> Journal:
         directory = state_dir() / "journals"
         pid = os.getpid()
         journal = cls(directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{pid}.jsonl")
-        journal._write({"op": "owner", "pid": pid, "start": process_start_ticks(pid),
+        journal._write({"op": "owner", "pid": pid, "start": procfs.start_ticks(pid),
                         "label": label})
         return journal
 
@@ -119,7 +126,7 @@ class Journal:
 
     # ProcessTracker protocol (see proc.py): foreground and background children.
     def process_started(self, pid: int, argv: Sequence[str]) -> object:
-        return self.add("process", pid=pid, start=process_start_ticks(pid), argv=list(argv)[:4])
+        return self.add("process", pid=pid, start=procfs.start_ticks(pid), argv=list(argv)[:4])
 
     def process_ended(self, token: object) -> None:
         if isinstance(token, Entry):
@@ -170,12 +177,17 @@ class Scope:
                 UNDO[entry.kind](entry.data)
                 self.journal.release(entry)
             except Exception as exc:  # keep tearing down the rest; report at the end
-                errors.append(f"{entry.kind} {entry.data}: {exc}")
+                errors.append(f"{entry.kind} {describe(entry)}: {exc}")
             except BaseException as exc:
                 interruption = interruption or exc
                 if entry.id not in retried:  # interrupted mid-undo: try it once more
                     retried.add(entry.id)
                     self._entries.append(entry)
+                else:
+                    errors.append(f"{entry.kind} {describe(entry)}: interrupted twice")
+        # Kept on the journal too: when an exception is already on its way out, these
+        # would otherwise be lost with the `with` block that collected them.
+        self.journal.incomplete += errors
         if interruption is not None:
             raise interruption
         return errors
@@ -186,11 +198,13 @@ class Scope:
     def __exit__(self, *exc: object) -> None:
         errors = self.close()
         if errors and exc[0] is None:
-            raise VolbenchError("teardown incomplete, run `volbench cleanup`: " + "; ".join(errors))
+            raise VolbenchError(incomplete_message(errors))
+        # With an exception in flight the errors stay in journal.incomplete, where the
+        # runner reads them for the message it ends with.
 
     # ProcessTracker protocol, so processes started for this scope end with it.
     def process_started(self, pid: int, argv: Sequence[str]) -> object:
-        return self.add("process", pid=pid, start=process_start_ticks(pid), argv=list(argv)[:4])
+        return self.add("process", pid=pid, start=procfs.start_ticks(pid), argv=list(argv)[:4])
 
     def process_ended(self, token: object) -> None:
         if isinstance(token, Entry):
@@ -207,14 +221,7 @@ class Leftover:
 def _owner_alive(pid: int, start: int | None) -> bool:
     """The journal's owner still runs: same PID and start time, and not a zombie (a killed
     volbench is a zombie until its parent reaps it; its journal is already orphaned)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat[stat.rindex(")") + 2:].split()[0] == "Z":
-        return False
-    ticks = process_start_ticks(pid)
-    return ticks is not None and (start is None or ticks == start)
+    return procfs.running(pid, start)
 
 
 def read_leftovers(directory: Path | None = None) -> list[Leftover]:
@@ -264,6 +271,12 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
     errors: list[str] = []
     for leftover in read_leftovers(directory):
         failed = False
+        for entry in leftover.entries:
+            if entry.kind in FIRST:
+                try:
+                    FIRST[entry.kind](entry.data)
+                except Exception as exc:
+                    errors.append(f"{entry.kind} {describe(entry)}: {exc}")
         for entry in reversed(leftover.entries):
             undo = UNDO.get(entry.kind)
             if undo is None:
@@ -281,6 +294,11 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
     return removed, errors
 
 
+def incomplete_message(errors: Sequence[str]) -> str:
+    return ("teardown incomplete, could not remove: " + "; ".join(errors)
+            + "; run `volbench cleanup` to finish removing it")
+
+
 def describe(entry: Entry) -> str:
     keys = ("path", "device", "mountpoint", "pid", "name", "backing")
     return " ".join(f"{k}={entry.data[k]}" for k in keys if k in entry.data)
@@ -289,7 +307,5 @@ def describe(entry: Entry) -> str:
 @undoer("process")
 def _undo_process(data: Mapping[str, Any]) -> None:
     # Registered here, beside the trackers that journal processes, so every process that
-    # journals one can also end it; processes.py imports this module, hence the late import.
-    from volbench import processes
-
-    processes.end_group(int(data["pid"]), data.get("start"))
+    # journals one can also end it.
+    procfs.end_group(int(data["pid"]), data.get("start"))

@@ -7,13 +7,20 @@ process group so a timeout or Ctrl-C ends the whole tree; children get
 PR_SET_PDEATHSIG so that even a SIGKILLed volbench does not leave its direct
 children running; the children's resource usage (user/sys CPU) is collected
 with wait4 for the real/user/sys figures of macro jobs.
+
+Process groups and the parent-death signal do not reach a descendant that calls
+setsid() (fio's job workers, PostgreSQL's backends, daemons): during a run every
+child therefore joins the run's cgroup (see containment.py) before it execs, and
+carries a per-command tag in its environment; when a command is killed (timeout,
+interruption) or a server stopped, the members of the cgroup with its tag end too, and
+the run's teardown (or `volbench cleanup`) ends whatever is still in the cgroup.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import grp
+import itertools
 import os
 import pwd
 import shlex
@@ -27,12 +34,43 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from volbench import procfs
 from volbench.errors import CommandFailed, CommandTimeout
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 # Grace between SIGTERM and SIGKILL when ending a process group.
 KILL_GRACE = 5.0
+# Environment entry that marks every process one command starts (descendants inherit it).
+COMMAND_TAG = "VOLBENCH_COMMAND"
+_commands = itertools.count(1)
+# While a child is being started (> 0), a signal handler that would raise holds the
+# signal back instead (hold_signal); it is raised again once the child is recorded.
+_starting = 0
+_held: list[int] = []
+
+
+@dataclass(frozen=True)
+class _Containment:
+    cgroup: Path  # cgroup v1 directory every child joins unless it names its own
+    hierarchy: str  # the v1 controller that hierarchy is mounted for ("blkio")
+    relative: str  # its path inside that hierarchy, as /proc/PID/cgroup shows it
+
+
+_containment: _Containment | None = None
+
+
+def containment() -> Path | None:
+    """The cgroup children join by default now (None outside a contained run)."""
+    return _containment.cgroup if _containment is not None else None
+
+
+def set_containment(cgroup: Path | None, hierarchy: str = "", relative: str = "") -> None:
+    """Start (or, with None, stop) putting every child into `cgroup` (or a cgroup below
+    it). Process-wide on purpose: targets, services and daemons start processes deep in
+    their own code, and one of them left out would be one that can escape."""
+    global _containment
+    _containment = _Containment(cgroup, hierarchy, relative) if cgroup is not None else None
 
 
 class ProcessTracker(Protocol):
@@ -117,25 +155,62 @@ def _preexec(cgroup_procs: str | None, who: _Identity) -> Callable[[], None]:
 
 
 def _kill_group(pgid: int, reap: Callable[[], object] | None = None) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after a grace period.
+    procfs.kill_group(pgid, KILL_GRACE, reap)
 
-    `reap` collects the leader if it is our direct child (Popen.poll): an unreaped
-    leader is a zombie that keeps its group "alive" for the whole grace period.
-    """
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
+
+def hold_signal(signum: int) -> bool:
+    """For a signal handler that raises (runner.signals_raise): True when a child is being
+    started right now and the signal was held back; it is raised again once the child
+    is recorded, where the code that ends it is ready.
+
+    Raised inside Popen (after the fork, before it returns), an interruption would leave
+    a child that no one waits for, kills or journals. A flag rather than a signal mask:
+    the mask is per thread, and another thread can take the signal."""
+    if _starting > 0:
+        _held.append(signum)
+        return True
+    return False
+
+
+class _Hold:
+    """Signals held back from creation until `release` (idempotent).
+
+    Only in the main thread: Python runs signal handlers there, so an interruption can
+    only land inside a Popen of the main thread (and the counter needs no lock)."""
+
+    def __init__(self) -> None:
+        global _starting
+        self.on = threading.current_thread() is threading.main_thread()
+        if self.on:
+            _starting += 1
+
+    def release(self) -> None:
+        global _starting
+        if not self.on:
             return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if reap is not None:
-                reap()
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
+        self.on = False
+        _starting -= 1
+        if _starting == 0 and _held:
+            signum = _held[0]
+            _held.clear()
+            signal.raise_signal(signum)  # its handler runs now, inside the caller's try
+
+
+def _new_tag() -> str:
+    return f"{os.getpid()}.{next(_commands)}"
+
+
+def end_tagged(tag: str) -> list[int]:
+    """End what is left of one command: its descendants that left its process group
+    (setsid) but still carry its tag. Looked for in the run's cgroup only — everything
+    a run starts is in there; outside a contained run, among all processes."""
+    c = _containment
+    candidates = procfs.cgroup_pids(c.cgroup) if c is not None else list(procfs.pids())
+    entry = f"{COMMAND_TAG}={tag}"
+    mine = [(pid, st.start) for pid in candidates
+            if pid != os.getpid() and procfs.environ_has(pid, entry)
+            and (st := procfs.stat(pid)) is not None and not st.zombie]
+    return procfs.end_processes(mine, grace=1.0) if mine else []
 
 
 class _Waiter(threading.Thread):
@@ -178,11 +253,10 @@ def _wait(popen: subprocess.Popen[bytes], timeout: float) -> tuple[int, float, f
 
 
 def _kill_group_quietly(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    procfs.signal_group(pgid, signal.SIGKILL)
 
 
-def _read(f: IO[bytes]) -> str:
+def _contents(f: IO[bytes]) -> str:
     f.seek(0)
     return f.read().decode("utf-8", errors="replace")
 
@@ -216,29 +290,57 @@ def run(
         if input is not None:
             stdin.write(input.encode())
             stdin.seek(0)
-        procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
         started = time.time()
-        popen = subprocess.Popen(
-            argv, stdin=stdin, stdout=out, stderr=err, cwd=cwd, env=base_env(env),
-            start_new_session=True, preexec_fn=_preexec(procs, _identity(user)),
-        )
-        token = tracker.process_started(popen.pid, argv) if tracker else None
+        tag = _new_tag()
+        hold = _Hold()
         try:
+            popen = subprocess.Popen(
+                argv, stdin=stdin, stdout=out, stderr=err, cwd=cwd,
+                env=base_env({**(env or {}), COMMAND_TAG: tag}), start_new_session=True,
+                preexec_fn=_preexec(_procs_file(cgroup), _identity(user)),
+            )
+        except BaseException:
+            hold.release()
+            raise
+        token: object = None
+        killed = True
+        try:
+            token = tracker.process_started(popen.pid, argv) if tracker else None
+            # An interruption held back while starting arrives here, with the child
+            # recorded and inside this try, which ends it.
+            hold.release()
             if keep_group:
                 code, utime, stime, timed_out = _wait_leader_only(popen, timeout)
             else:
                 code, utime, stime, timed_out = _wait(popen, timeout)
+            killed = timed_out
+        except BaseException:
+            hold.release()
+            _kill_group(popen.pid, popen.poll)
+            raise
         finally:
+            # A killed command's setsid'd descendants (fio's workers) would run on: end
+            # them now. After a normal exit, what a tool left on purpose (dmeventd after
+            # lvcreate) stays until the run's teardown empties the run's cgroup.
+            if killed and not keep_group:
+                end_tagged(tag)
             if tracker is not None and not keep_group:
                 tracker.process_ended(token)
         ended = time.time()
-        result = Completed(tuple(argv), code, _read(out), _read(err), started, ended,
+        result = Completed(tuple(argv), code, _contents(out), _contents(err), started, ended,
                            utime, stime, timed_out)
     if timed_out and check:
         raise CommandTimeout(argv, timeout, result.stderr)
     if check and code != 0:
         raise CommandFailed(argv, code, result.stderr or result.stdout, hint)
     return result
+
+
+def _procs_file(cgroup: Path | None) -> str | None:
+    """The cgroup.procs file a child writes itself into: its own cgroup (a throttled
+    disk class, itself inside the run's cgroup) or else the run's."""
+    where = cgroup if cgroup is not None else containment()
+    return str(where / "cgroup.procs") if where is not None else None
 
 
 def _wait_leader_only(popen: subprocess.Popen[bytes], timeout: float
@@ -264,6 +366,7 @@ class Background:
     log: Path
     tracker: ProcessTracker | None
     token: object
+    tag: str = ""
 
     @property
     def pid(self) -> int:
@@ -284,6 +387,8 @@ class Background:
             _kill_group(self.popen.pid, self.popen.poll)
         code = self.popen.wait()
         _kill_group_quietly(self.popen.pid)
+        if self.tag:
+            end_tagged(self.tag)
         if self.tracker is not None:
             self.tracker.process_ended(self.token)
         return code
@@ -301,12 +406,24 @@ def start(
 ) -> Background:
     """Start a server in the background with stdout+stderr appended to `log`."""
     argv = [str(a) for a in argv]
-    procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
-    with open(log, "ab") as logf:
-        popen = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, cwd=cwd,
-            env=base_env(env), start_new_session=True,
-            preexec_fn=_preexec(procs, _identity(user)),
-        )
-    token = tracker.process_started(popen.pid, argv) if tracker else None
-    return Background(tuple(argv), popen, log, tracker, token)
+    tag = _new_tag()
+    hold = _Hold()
+    try:
+        with open(log, "ab") as logf:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                cwd=cwd, env=base_env({**(env or {}), COMMAND_TAG: tag}),
+                start_new_session=True, preexec_fn=_preexec(_procs_file(cgroup), _identity(user)),
+            )
+    except BaseException:
+        hold.release()
+        raise
+    background = Background(tuple(argv), popen, log, tracker, None, tag)
+    try:
+        background.token = tracker.process_started(popen.pid, argv) if tracker else None
+        hold.release()
+    except BaseException:
+        hold.release()
+        background.stop()
+        raise
+    return background

@@ -21,7 +21,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench import adaptive, curves, hostinfo, journal, pathcheck, space, tools
+from volbench import (
+    adaptive,
+    containment,
+    curves,
+    hostinfo,
+    journal,
+    pathcheck,
+    proc,
+    space,
+    tools,
+)
 from volbench.errors import (
     ExperimentError,
     Interrupted,
@@ -85,6 +95,8 @@ def signals_raise() -> Iterator[None]:
     """SIGTERM/SIGHUP/SIGINT become Interrupted, so every `with` block tears down."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if proc.hold_signal(signum):  # a child is being started: raised once it is recorded
+            return
         raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, handler)
@@ -469,9 +481,11 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
     todo = [r for r in plan.runs(n) if r.run_key not in done]
     progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
     status = "failed"
+    interruption: Interrupted | None = None
     with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
         scope = jrnl.scope()
         try:
+            containment.begin(scope)  # every process of the run, ended at teardown
             workdir = _make_workdir(exp, scope, experiment_id)
             session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
             if done:  # resumed: load-curve steps resolve from the saturation runs stored
@@ -481,14 +495,17 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
             for group in plan.groups:
                 session.run_group(group, done, n, adapt)
             status = "done"
-        except (Interrupted, KeyboardInterrupt):
+        except (Interrupted, KeyboardInterrupt) as exc:
             status = "interrupted"
+            interruption = exc if isinstance(exc, Interrupted) else None
             raise
         finally:
-            errors = scope.close()
+            scope.close()
             store.set_status(experiment_id, status)
             progress.end()
-            if errors:
-                progress.note("teardown incomplete, run `volbench cleanup`: "
-                              + "; ".join(errors))
+            # Every scope's leftovers, also those closed while an exception was in flight.
+            if jrnl.incomplete and interruption is not None:
+                interruption.left_behind(jrnl.incomplete)
+            elif jrnl.incomplete:
+                progress.note(journal.incomplete_message(jrnl.incomplete))
     return session.outcome

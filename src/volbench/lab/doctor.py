@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from volbench import proc, tools
+from volbench import proc, procfs, tools
 from volbench.doctor import Check
 from volbench.lab import kernel
 from volbench.lab.errors import KernelUnavailable
@@ -14,16 +14,6 @@ from volbench.lab.vm import DEFAULT_WORKDIR, VNG_VERSION, find_vng
 
 # Host memory one lab VM takes with the default 2 GiB guest (QEMU, TCG cache, vng).
 VM_HOST_BYTES = 3 * 1024**3
-
-
-def _meminfo(key: str) -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def _tool(name: str, why: str) -> Check:
@@ -116,7 +106,7 @@ def _accel() -> Check:
 
 
 def _memory() -> Check:
-    available = _meminfo("MemAvailable")
+    available = procfs.meminfo("MemAvailable")
     ok = available >= VM_HOST_BYTES
     return Check(
         "lab: memory",

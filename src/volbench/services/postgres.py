@@ -24,7 +24,6 @@ backend still finishing remain for cleanup.
 
 from __future__ import annotations
 
-import contextlib
 import grp
 import ipaddress
 import json
@@ -44,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo, pgfind, proc
+from volbench import hostinfo, pgfind, proc, procfs
 from volbench.errors import ResourceError
-from volbench.journal import Entry, Scope, process_start_ticks, undoer
+from volbench.journal import Entry, Scope, undoer
 from volbench.model import digest
 from volbench.mounts import make_tree
 from volbench.recipe import Recipe
@@ -334,7 +333,7 @@ def _start(argv: list[str], config: ClusterConfig, home: Path, built: Built, sco
         scope.update(entry, port=port)
         server = proc.start(full, log=home / LOG, cwd=datadir, cgroup=built.cgroup,
                             user=PG_USER)
-        scope.update(entry, pid=server.pid, start=process_start_ticks(server.pid))
+        scope.update(entry, pid=server.pid, start=procfs.start_ticks(server.pid))
         problem = _wait_ready(server, datadir)
         if problem is None:
             where = f" in cgroup {built.cgroup}" if built.cgroup else ""
@@ -418,29 +417,13 @@ def _reap(server: proc.Background) -> None:
 
 # -- stopping (normal teardown and `volbench cleanup`) ---------------------------------
 
-def _state(pid: int) -> tuple[str, int] | None:
-    """(state letter, start ticks) of a process, or None when it does not exist."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[19])
-
-
 def _running(pid: int, start: int | None) -> bool:
-    """Alive (a zombie has exited) and the same process (not a reused PID)."""
-    st = _state(pid)
-    return st is not None and st[0] != "Z" and (start is None or st[1] == start)
+    return procfs.running(pid, start)
 
 
 def _serves(pid: int, datadir: Path) -> bool:
     """Is `pid` a postmaster of this data directory (its argv names it)?"""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return os.fsencode(str(datadir)) in argv
+    return os.fsencode(str(datadir)) in (procfs.cmdline(pid) or [])
 
 
 def _pidfile(datadir: Path) -> tuple[int | None, str]:
@@ -468,17 +451,7 @@ def _children(pid: int) -> list[tuple[int, int]]:
     PostgreSQL's server processes call setsid(): each leads its own process group, so
     the postmaster's group holds only itself; its children are found by parent PID.
     """
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                text = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            if int(fields[1]) == pid:
-                found.append((int(entry.name), int(fields[19])))
-    return found
+    return [(st.pid, st.start) for st in procfs.processes() if st.ppid == pid]
 
 
 def stop(data: Mapping[str, Any]) -> None:
@@ -488,17 +461,15 @@ def stop(data: Mapping[str, Any]) -> None:
     pid, start = data.get("pid"), data.get("start")
     if pid is None and file_pid is not None and _serves(file_pid, datadir):
         # Journaled but killed before the PID was written down: postmaster.pid knows it.
-        pid, start = file_pid, process_start_ticks(file_pid)
+        pid, start = file_pid, procfs.start_ticks(file_pid)
     if pid is None or not _running(int(pid), start):
         _drop_shared_memory(shm, int(pid or 0))
         return
     pid = int(pid)
     children = _children(pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGQUIT)
+    procfs.signal_pid(pid, signal.SIGQUIT)
     if not _wait_until(lambda: not _running(pid, start), STOP_TIMEOUT):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+        procfs.signal_pid(pid, signal.SIGKILL)
     # Server processes leave by themselves once the postmaster is gone; one that does not
     # would keep the target's filesystem busy.
     def left() -> list[int]:
@@ -506,8 +477,7 @@ def stop(data: Mapping[str, Any]) -> None:
 
     if not _wait_until(lambda: not left(), 10.0):
         for child in left():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
+            procfs.signal_pid(child, signal.SIGKILL)
         _wait_until(lambda: not left(), 5.0)
     _drop_shared_memory(shm, pid)
 
