@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from volbench.config.lab import DiskClass
 from volbench.lab import LabDisk, LabSpec, ensure_kernel, run_in_vm
-from volbench.lab.spec import DiskClass
 from volbench.stats.changepoint import regimes
 from volbench.workloads.fio import LOG_PREFIX, parse_logs
 

@@ -241,7 +241,7 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
         exp = work / f"e{number}.json"
         exp.write_text(json.dumps(doc))
         db = work / f"e{number}.db"
-        cli = [sys.executable, "-m", "volbench.cli"]
+        cli = [sys.executable, "-m", "volbench.cli.main"]
         subprocess.run([*cli, "run", str(exp), "--db", str(db), "--quiet"], check=True,
                        capture_output=True, timeout=3600)
         out = subprocess.run([*cli, "report", "--db", str(db), "--format", "json"],

@@ -83,7 +83,7 @@ def experiment(work: Path, shape: str) -> dict[str, Any]:
 
 
 def volbench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "volbench.cli", *args]
+    return [sys.executable, "-m", "volbench.cli.main", *args]
 
 
 def _environ_has(pid: str, needle: bytes) -> bool:
@@ -155,8 +155,8 @@ def count_runs(db: Path) -> tuple[int, int]:
 
 def planned_runs(file: Path, env: dict[str, str]) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from volbench.experiment import load
-    from volbench.plan import make_plan
+    from volbench.engine.experiment import load
+    from volbench.engine.plan import make_plan
 
     exp = load(file)
     return len(make_plan(exp, seed=1).runs(exp.repeat.min))

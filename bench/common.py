@@ -18,7 +18,7 @@ def volbench(*args: str, timeout: float = 3600, ok_codes: tuple[int, ...] = (0,)
     """Run the volbench CLI; returns its wall-clock seconds (fails loudly on an exit code
     outside `ok_codes`; 3 means some runs failed, the others were stored)."""
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "volbench.cli", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "volbench.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout)
     if done.returncode not in ok_codes:
         raise SystemExit(f"volbench {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")

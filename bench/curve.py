@@ -42,7 +42,7 @@ def main() -> None:
         "repeat": args.repeat})
     db = work / "curve.db"
     wall = volbench("run", str(exp), "--db", str(db), "--quiet")
-    out = subprocess.run([sys.executable, "-m", "volbench.cli", "report", "--db", str(db),
+    out = subprocess.run([sys.executable, "-m", "volbench.cli.main", "report", "--db", str(db),
                           "--format", "json"], capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
     for c in data["curves"]:

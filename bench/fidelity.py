@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 from common import median, metric_values, volbench, write_experiment
-from volbench import journal
-from volbench.experiment import parse_document
-from volbench.recipe import Recipe
+from volbench.engine.experiment import parse_document
+from volbench.system import journal
+from volbench.system.recipe import Recipe
 from volbench.targets import BuildContext, open_target
 
 JOB = ["--rw=randread", "--bs=4k", "--iodepth=16", "--direct=1", "--ioengine=libaio",

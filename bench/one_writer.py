@@ -34,7 +34,7 @@ def trial(work: Path) -> tuple[int, int, int]:
                        "runtime": "1s", "direct": False} for n in ("a", "b")],
         "repeat": PLANNED // 2})
     env = {**os.environ, "VOLBENCH_STATE_DIR": str(work / "state")}
-    argv = [sys.executable, "-m", "volbench.cli", "run", str(exp), "--db",
+    argv = [sys.executable, "-m", "volbench.cli.main", "run", str(exp), "--db",
             str(work / "r.db"), "--resume", "--quiet"]
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]

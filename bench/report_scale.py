@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from volbench import report
-from volbench.model import Histogram, Metric, Parsed, RunResult, Series, Status
-from volbench.store import Store
+from volbench.core.model import Histogram, Metric, Parsed, RunResult, Series, Status
+from volbench.store.db import Store
 from volbench.workloads import fio
 
 ROOT = Path(__file__).resolve().parent.parent

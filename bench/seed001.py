@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from common import volbench
-from volbench import units
+from volbench.core import units
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "seed001-lvm-span-vs-stripe.yaml"

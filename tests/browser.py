@@ -2,7 +2,7 @@
 
 A test helper: checks that the HTML report renders in a real browser without console
 errors (volbench itself makes PNG charts with rsvg-convert, see volbench/svgpng.py).
-Chromium (Debian: `apt-get install chromium`) is started through `volbench.proc` with a
+Chromium (Debian: `apt-get install chromium`) is started through `volbench.system.proc` with a
 fresh profile directory and the flags this machine needs as root and offline; every wait
 has a deadline, and the browser's whole process group is ended on the way out.
 
@@ -28,8 +28,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from volbench import proc
-from volbench.errors import VolbenchError
+from volbench.core.errors import VolbenchError
+from volbench.system import proc
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = (

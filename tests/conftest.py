@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support import STRICT, leftovers
-from volbench import devices
+from volbench.system.block import devices
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

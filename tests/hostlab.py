@@ -5,7 +5,7 @@ bench/multihost.py.
 Each namespace `vbtN` gets the pair 10.213.N.0/30: 10.213.N.1 on this side
 (`vbtNh`), 10.213.N.2 inside (`vbtNn`). N is the first index with no such address
 and no such namespace, so parallel users do not collide. Everything is deleted on
-exit, also after a failure; processes are started through volbench.proc and
+exit, also after a failure; processes are started through volbench.system.proc and
 stopped by their PID.
 """
 
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import proc
+from volbench.system import proc
 
 NETNS_DIR = Path("/run/netns")
 SSHD = "/usr/sbin/sshd"

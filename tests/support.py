@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 
-from volbench import devices, mounts, proc, report, tools
-from volbench.cgroups import BLKIO
+from volbench import report
+from volbench.core.model import Metric, Parsed, RunResult, Status
 from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable
 from volbench.lab.vm import find_vng
-from volbench.model import Metric, Parsed, RunResult, Status
 from volbench.report.options import ReportOptions
-from volbench.store import Store
+from volbench.store.db import Store
+from volbench.system import proc
+from volbench.system.block import devices, mounts
+from volbench.system.block.cgroups import BLKIO
+from volbench.system.host import tools
 
 STRICT = os.environ.get("VOLBENCH_TESTS_STRICT") == "1"
 TESTS = Path(__file__).resolve().parent

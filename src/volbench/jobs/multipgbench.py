@@ -13,7 +13,7 @@ SPEC.json (written by workloads/pgbench_hosts.py):
 Steps: the prepare commands; then every host is made ready (a host on another machine
 gets a private directory in its /tmp, with the script files the argv names); then
 all hosts wait at a barrier and start pgbench together, each in its own thread
-through volbench.proc (netns: `ip netns exec`, SSH: the session's ssh argv over
+through volbench.system.proc (netns: `ip netns exec`, SSH: the session's ssh argv over
 its master connection); each has the timeout from the spec. Then the logs of remote
 hosts are copied here, and the count command runs.
 
@@ -41,11 +41,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from volbench import journal, proc
-from volbench.errors import VolbenchError
-from volbench.hosts import HostSpec
-from volbench.hosts.session import SSH_EXIT, Session, ssh_problem
-from volbench.journal import Entry, Scope
+from volbench.core.errors import VolbenchError
+from volbench.remote.hosts import HostSpec
+from volbench.remote.session import SSH_EXIT, Session, ssh_problem
+from volbench.system import journal, proc
+from volbench.system.journal import Entry, Scope
 
 PREPARE_TIMEOUT = 600.0
 # Remote: run the command inside the host's private directory, so its logs land there.

@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from volbench import proc
-from volbench.errors import VolbenchError
+from volbench.core.errors import VolbenchError
+from volbench.system import proc
 
 PHASES = ("create", "add", "commit", "modify", "gc", "copy", "delete")
 FILES_PER_DIR = 32

@@ -10,9 +10,9 @@ Python API (docs/lab.md):
 `volbench lab run FILE` (lab/labrun.py) runs a whole experiment this way.
 """
 
+from volbench.config.lab import DEFAULT_CLASSES, DEFAULT_MODULES, DiskClass, LabDisk, LabSpec
 from volbench.lab.errors import KernelUnavailable, LabBootError, LabError, LabTimeout
 from volbench.lab.kernel import Kernel, ensure_kernel
-from volbench.lab.spec import DEFAULT_CLASSES, DEFAULT_MODULES, DiskClass, LabDisk, LabSpec
 from volbench.lab.vm import LabResult, qemu_options, run_in_vm
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from volbench.errors import ResourceError
+from volbench.core.errors import ResourceError
 
 
 class LabError(ResourceError):

@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from volbench.hostinfo import INSIDE_LAB
+from volbench.system.host.hostinfo import INSIDE_LAB
 
 # Guest paths that are tmpfs (not the host's files): a command cannot start there.
 GUEST_PRIVATE = (
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then volbench's arguments")
     args = parser.parse_args(argv)
     rest = args.args[1:] if args.args[:1] == ["--"] else args.args
-    from volbench import cli  # late: importing the CLI costs seconds under emulation
+    from volbench.cli import main as cli
 
     stop_when_asked(args.outdir / ".lab" / STOP)
     GUEST_WORK.mkdir(parents=True, exist_ok=True)

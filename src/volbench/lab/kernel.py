@@ -31,10 +31,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import proc
 from volbench.lab.errors import KernelUnavailable
 from volbench.lab.guest import guest_cwd
-from volbench.tools import require
+from volbench.system import proc
+from volbench.system.host.tools import require
 
 CACHE_ENV = "VOLBENCH_LAB_CACHE"
 KERNEL_ENV = "VOLBENCH_LAB_KERNEL"

@@ -19,12 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import experiment, journal
-from volbench.errors import ExperimentError, Problem
+from volbench.config.lab import LabSpec, referenced_disks
+from volbench.core.errors import ExperimentError, Problem
+from volbench.engine import experiment
 from volbench.lab.errors import LabError
-from volbench.lab.spec import LabSpec, referenced_disks
 from volbench.lab.vm import DEFAULT_WORKDIR, LabResult, run_in_vm
-from volbench.mounts import make_tree
+from volbench.system import journal
+from volbench.system.block.mounts import make_tree
 
 EXAMPLE = (
     "lab: {disks: [{name: d1, size: 2G, class: standard}]} and a target such as "

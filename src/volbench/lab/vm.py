@@ -24,17 +24,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench import journal, proc, tools
-from volbench.devices import create_image
-from volbench.errors import Interrupted
-from volbench.journal import Scope
+from volbench.config.lab import LabSpec
+from volbench.core.errors import Interrupted
 from volbench.lab import guest
 from volbench.lab.console import Console
 from volbench.lab.errors import LabBootError, LabError, LabTimeout, console_tail
 from volbench.lab.kernel import Kernel, ensure_kernel
-from volbench.lab.spec import LabSpec
-from volbench.mounts import make_tree
-from volbench.recipe import Recipe
+from volbench.system import journal, proc
+from volbench.system.block.devices import create_image
+from volbench.system.block.mounts import make_tree
+from volbench.system.host import tools
+from volbench.system.journal import Scope
+from volbench.system.recipe import Recipe
 
 DEFAULT_WORKDIR = Path("/var/tmp/volbench/lab")
 VNG_VERSION = "1.42"

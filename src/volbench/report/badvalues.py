@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from volbench.model import CaseHistogram, Parsed, RunResult
+from volbench.core.model import CaseHistogram, Parsed, RunResult
+from volbench.core.valuecheck import parsed_problems, value_problem
 from volbench.report.checks import ReportWarning
-from volbench.valuecheck import parsed_problems, value_problem
 
 
 def _name(run: RunResult) -> str:

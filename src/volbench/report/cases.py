@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench import metricinfo as metrics
-from volbench.model import Params, RunResult, Status, canonical_json, params_key
+from volbench.core import metricinfo as metrics
+from volbench.core.model import Params, RunResult, Status, canonical_json, params_key
 from volbench.stats import (
     Drift,
     Summary,

@@ -12,15 +12,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from volbench import metricinfo as metrics
-from volbench.model import RunResult, Series, Status, canonical_json, params_key
+from volbench.core import metricinfo as metrics
+from volbench.core.model import RunResult, Series, Status, canonical_json, params_key
+from volbench.core.units import format_size, format_value
 from volbench.report import curveview, svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import PERCENTILES
 from volbench.report.table import case_label, interval_text, value_order
-from volbench.units import format_size, format_value
 
 MAX_GROUPS = 12  # cases per bar chart; more are split over several charts
 SERIES_PREFERENCE = ("iops", "tps", "bw")
@@ -273,7 +273,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
 
 def _windows(run: RunResult, series: Series) -> tuple[tuple[float, float, str], ...]:
     """The run's burst or warm-up window on this series' time axis, labelled with its
-    levels (volbench.windows stored them as metrics with the series' tags)."""
+    levels (volbench.stats.windows stored them as metrics with the series' tags)."""
     tags = dict(series.tags)
     found: dict[tuple[str, str], float] = {}
     for m in run.metrics:

@@ -1,6 +1,6 @@
 """Charts as files: every chart of a report as an SVG file, with the size it was drawn at.
 
-PNG files are made from these by the caller (volbench.svgpng): the report layer never
+PNG files are made from these by the caller (volbench.system.svgpng): the report layer never
 starts a process.
 """
 

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench import metricinfo as metrics
-from volbench.model import Params, RunResult, Series, Status, TargetRow
+from volbench.core import metricinfo as metrics
+from volbench.core.model import Params, RunResult, Series, Status, TargetRow
+from volbench.core.units import format_size, format_value
 from volbench.report.cases import MIN_RUNS, CaseSummary
 from volbench.stats import Stall, StatisticsInputError, outlier_cutoff, stalls
-from volbench.units import format_size, format_value
 
 # The devices must have moved at least this share of the workload's bytes; below it the
 # page cache (or another cache) answered. Writes may legitimately be more (journal,

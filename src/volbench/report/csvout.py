@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from volbench.model import canonical_json, params_key
+from volbench.core.model import canonical_json, params_key
 from volbench.report.data import Report, measured
 from volbench.report.options import ReportOptions
 

@@ -1,7 +1,7 @@
 """Load curves in the report: per target, workload and case, latency against delivered
 rate, the saturation rate, the knee and the highest rate within the objective.
 
-Every run of a curve carries a `load` annotation written when it ran (volbench.curves):
+Every run of a curve carries a `load` annotation written when it ran (volbench.engine.curves):
 its step, offered rate, delivered rate and latency statistics. A round (repetition) is
 one whole curve, so saturation, knee and SLA rate are computed per round and summarised
 over rounds like any metric (mean, 95 % interval); they become case summaries named
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench import metricinfo
-from volbench.model import CaseHistogram, Params, RunResult, Status, canonical_json
+from volbench.core import metricinfo
+from volbench.core.model import CaseHistogram, Params, RunResult, Status, canonical_json
 from volbench.report.cases import CaseSummary
 from volbench.stats import Summary, merge_histograms, percentile_from_histogram, summarize
 from volbench.stats import curve as cv

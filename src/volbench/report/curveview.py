@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from volbench.model import canonical_json
+from volbench.core.model import canonical_json
+from volbench.core.units import format_value
 from volbench.report import svg
 from volbench.report.cases import CaseSummary
 from volbench.report.curves import Curve, CurvePoint
 from volbench.report.data import Report
 from volbench.report.table import Table, case_label
 from volbench.stats import Summary
-from volbench.units import format_value
 
 SLA_COLOR = "#D00000"
 

@@ -10,11 +10,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench.bulk import paused_gc
-from volbench.errors import VolbenchError
-from volbench.fields import did_you_mean
-from volbench.metricinfo import HEADLINE, selected
-from volbench.model import CaseHistogram, ExperimentRow, RunResult, Status, TargetRow, params_key
+from volbench.config.fields import did_you_mean
+from volbench.core.bulk import paused_gc
+from volbench.core.errors import VolbenchError
+from volbench.core.metricinfo import HEADLINE, selected
+from volbench.core.model import (
+    CaseHistogram,
+    ExperimentRow,
+    RunResult,
+    Status,
+    TargetRow,
+    params_key,
+)
 from volbench.report import (
     badvalues,
     checks,

@@ -13,7 +13,7 @@ import json
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from volbench.headline import headline
+from volbench.core.headline import headline
 from volbench.report.curveview import curves_json
 from volbench.report.data import CaseSummary, Report
 from volbench.report.options import ReportOptions

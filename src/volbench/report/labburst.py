@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from volbench.model import RunResult, Status, TargetRow
+from volbench.core.model import RunResult, Status, TargetRow
 from volbench.report.checks import ReportWarning, describe_case
 from volbench.report.timeline import SECONDS, level_text
 

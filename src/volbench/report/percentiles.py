@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.model import CaseHistogram, Params, RunResult, Status, canonical_json, params_key
+from volbench.core.model import CaseHistogram, Params, RunResult, Status, canonical_json, params_key
 from volbench.stats import percentiles_from_histogram
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)

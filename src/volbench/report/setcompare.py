@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from volbench import metricinfo as metrics
-from volbench.compare import SetComparison
+from volbench.core import metricinfo as metrics
 from volbench.report import markdown, terminal
+from volbench.report.compare import SetComparison
 from volbench.report.jsonout import verdict_json
 from volbench.report.table import Table, case_label, metric_cell
 from volbench.report.verdicts import DEFAULT_THRESHOLD, percent_of_baseline, ratio_interval

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.model import ExperimentRow
+from volbench.config.steady import SteadySpec, from_document
+from volbench.core.model import ExperimentRow
 from volbench.report.cases import CaseSummary
 from volbench.report.checks import ReportWarning, case_text, describe_case, metric_text
 from volbench.report.timeline import TimeLine
 from volbench.stats.steady import steady_state
-from volbench.steadyspec import SteadySpec, from_document
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import metricinfo as metrics
-from volbench.headline import headline
-from volbench.model import Params
+from volbench.core import metricinfo as metrics
+from volbench.core.headline import headline
+from volbench.core.model import Params
+from volbench.core.units import format_duration, format_size, format_value, parse_size
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.percentiles import PERCENTILES
@@ -26,7 +27,6 @@ from volbench.report.verdicts import (
     table_note,
 )
 from volbench.stats import Interval
-from volbench.units import format_duration, format_size, format_value, parse_size
 
 SUMMARY_COLUMNS = ("target", "workload", "case", "metric", "op", "n", "mean", "95 % CI",
                    "median", "median 95 % CI", "min", "max", "stdev", "cv")
@@ -137,7 +137,7 @@ def is_headline_row(v: VerdictRow) -> bool:
 
 
 def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table | None:
-    """The headline verdicts (volbench.headline), or None when they would repeat the
+    """The headline verdicts (volbench.core.headline), or None when they would repeat the
     verdict table (no headline rows, or nothing else in it)."""
     rows = _verdict_rows(report, wanted)
     chosen = [v for v in rows if is_headline_row(v)]

@@ -2,7 +2,7 @@
 
 A run that bursts (or warms up) carries, beside its whole-run metrics, the same metrics
 per window (`window` = burst | warmup | sustained) and `burst_seconds` / `warmup_seconds`
-(volbench.windows). Here:
+(volbench.stats.windows). Here:
 
 - `on_sustained(runs)`: the runs as the verdicts see them — a whole-run metric replaced by
   its sustained window where the run has one (a flat run is sustained throughout), so a
@@ -22,10 +22,18 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench import metricinfo
-from volbench.model import Metric, Params, Parsed, RunResult, Status, canonical_json, params_key
+from volbench.core import metricinfo
+from volbench.core.model import (
+    Metric,
+    Params,
+    Parsed,
+    RunResult,
+    Status,
+    canonical_json,
+    params_key,
+)
+from volbench.core.units import format_value
 from volbench.report.checks import ReportWarning, describe_case
-from volbench.units import format_value
 
 WINDOW = "window"
 SECONDS = {"burst_seconds": "burst", "warmup_seconds": "warmup"}

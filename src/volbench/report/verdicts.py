@@ -2,7 +2,7 @@
 
 The statistics are `volbench.stats.compare` (docs/statistics.md); this module decides
 what is compared with what: the same workload, parameters, metric and tags on the
-baseline target, only metrics with a known better direction (volbench.metricinfo), and the
+baseline target, only metrics with a known better direction (volbench.core.metricinfo), and the
 practical threshold from the experiment's ``thresholds:`` (default 2 %).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench import metricinfo as metrics
-from volbench.model import ExperimentRow
+from volbench.core import metricinfo as metrics
+from volbench.core.model import ExperimentRow
 from volbench.report.cases import CaseSummary
 from volbench.stats import (
     Comparison,

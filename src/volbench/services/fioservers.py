@@ -30,13 +30,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import devices, tools
-from volbench.errors import VolbenchError
-from volbench.hosts import HostError, HostSpec
-from volbench.hosts.session import HostProcess
-from volbench.journal import Entry, Scope
-from volbench.model import Params
+from volbench.core.errors import VolbenchError
+from volbench.core.model import Params
+from volbench.remote.hosts import HostError, HostSpec
+from volbench.remote.session import HostProcess
 from volbench.services.keys import FIO_CLIENTS as CLIENTS
+from volbench.system.block import devices
+from volbench.system.host import tools
+from volbench.system.journal import Entry, Scope
 from volbench.targets.multihost import MultiBuilt, Placement
 from volbench.workloads.base import ServiceContext, ServiceHandle
 

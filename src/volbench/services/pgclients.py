@@ -35,12 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo, proc, tools
-from volbench.errors import ResourceError
-from volbench.hosts import HostError, HostSpec, route_source
-from volbench.hosts.session import Session, open_session
+from volbench.core.errors import ResourceError
+from volbench.remote.hosts import HostError, HostSpec, route_source
+from volbench.remote.session import Session, open_session
 from volbench.services import postgres
 from volbench.services.keys import PGBENCH_CLIENTS as CLIENTS
+from volbench.system import proc
+from volbench.system.host import hostinfo, tools
 from volbench.workloads.base import ServiceContext, ServiceHandle
 
 # The service value the pgbench workload reads (JSON: one entry per client host).

@@ -43,12 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo, pgfind, proc, procfs
-from volbench.errors import ResourceError
-from volbench.journal import Entry, Scope, undoer
-from volbench.model import digest
-from volbench.mounts import make_tree
-from volbench.recipe import Recipe
+from volbench.core.errors import ResourceError
+from volbench.core.model import digest
+from volbench.system import proc, procfs
+from volbench.system.block.mounts import make_tree
+from volbench.system.host import hostinfo, pgfind
+from volbench.system.journal import Entry, Scope, undoer
+from volbench.system.recipe import Recipe
 from volbench.targets.base import Built
 
 PG_USER = "postgres"

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.model import Metric, RunResult
+from volbench.core.model import Metric, RunResult
 
 # Latency statistic names an objective may use, and the per-run metric that holds each
 # (fio's completion-latency percentiles; mean is the total latency, submission included).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from volbench.errors import VolbenchError
+from volbench.core.errors import VolbenchError
 
 
 class StatisticsInputError(VolbenchError, ValueError):

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from volbench import cgroups
-from volbench.devices import device_bytes, topology, write_cache_modes
-from volbench.errors import ResourceError
-from volbench.filesystems import FsSpec
+from volbench.core.errors import ResourceError
+from volbench.system.block import cgroups
+from volbench.system.block.devices import device_bytes, topology, write_cache_modes
+from volbench.system.block.filesystems import FsSpec
 from volbench.targets import btrfs, directory, loopdisk, zram
 from volbench.targets import disk as disk_target
 from volbench.targets import image as image_target

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount
-from volbench.journal import Scope
-from volbench.limits import Limits
-from volbench.mounts import mount_info
-from volbench.recipe import Recipe
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.filesystems import FsSpec, make_and_mount
+from volbench.system.block.mounts import mount_info
+from volbench.system.journal import Scope
+from volbench.system.recipe import Recipe
 
 
 @dataclass(frozen=True)

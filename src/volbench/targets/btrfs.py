@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.devices import attach_loop, create_image
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount
-from volbench.limits import Limits
-from volbench.mounts import mount_info
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.devices import attach_loop, create_image
+from volbench.system.block.filesystems import FsSpec, make_and_mount
+from volbench.system.block.mounts import mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 PROFILES = ("single", "raid0", "raid1", "raid10", "dup")

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from volbench.fields import Reader
-from volbench.limits import Limits
-from volbench.mounts import make_tree, mount_info
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 

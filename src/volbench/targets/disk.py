@@ -15,10 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.disks import DiskSource, ListedDisk, parse_source, provide, stable_problem
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.limits import Limits
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.disks import (
+    DiskSource,
+    ListedDisk,
+    parse_source,
+    provide,
+    stable_problem,
+)
+from volbench.system.block.filesystems import FsSpec, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import units
-from volbench.devices import attach_loop, create_image
-from volbench.errors import ResourceError
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.limits import Limits
-from volbench.mounts import make_tree, mount_info
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.core import units
+from volbench.core.errors import ResourceError
+from volbench.system.block.devices import attach_loop, create_image
+from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 ALLOCATIONS = ("thin", "thick", "eager")

@@ -28,18 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import blockstack, daemons, iscsiserver, proc, stackparse
-from volbench.disks import DiskSource, provide
-from volbench.errors import ResourceError
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.journal import Scope, undoer
-from volbench.limits import Limits
-from volbench.mounts import make_tree
-from volbench.recipe import Recipe
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.core.errors import ResourceError
+from volbench.system import daemons, proc
+from volbench.system.block import blockstack, iscsiserver, stackparse
+from volbench.system.block.disks import DiskSource, provide
+from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.mounts import make_tree
+from volbench.system.host.tools import require
+from volbench.system.journal import Scope, undoer
+from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 from volbench.targets.source import parse_own_disk
-from volbench.tools import require
 
 SERVERS = ("lio", "tgt")
 DEFAULT_PORT = {"lio": 3260, "tgt": 3261}

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.devices import attach_loop, create_image
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.limits import Limits
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.devices import attach_loop, create_image
+from volbench.system.block.filesystems import FsSpec, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 # mkfs refuses smaller devices (xfsprogs 6: "Filesystem must be larger than 300MB").

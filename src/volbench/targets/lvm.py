@@ -44,16 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import blockstack, lvmops, units
-from volbench.disks import DiskSource, parse_source, provide
-from volbench.errors import ResourceError
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, mkfs_argv, parse_fs
-from volbench.limits import Limits
-from volbench.mounts import mount, mount_info
-from volbench.recipe import Recipe
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.core import units
+from volbench.core.errors import ResourceError
+from volbench.system.block import blockstack, lvmops
+from volbench.system.block.disks import DiskSource, parse_source, provide
+from volbench.system.block.filesystems import FsSpec, mkfs_argv, parse_fs
+from volbench.system.block.mounts import mount, mount_info
+from volbench.system.host.tools import require
+from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
-from volbench.tools import require
 
 LAYOUTS = ("linear", "striped", "thin", "thin-pool", "thin-snapshot")
 THIN = ("thin", "thin-pool", "thin-snapshot")

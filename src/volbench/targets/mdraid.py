@@ -24,16 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import blockstack, guard, proc, stackparse, units
-from volbench.disks import DiskSource, parse_source, provide
-from volbench.errors import ResourceError
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.journal import Scope, undoer
-from volbench.limits import Limits
-from volbench.recipe import Recipe
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.core import units
+from volbench.core.errors import ResourceError
+from volbench.system import proc
+from volbench.system.block import blockstack, guard, stackparse
+from volbench.system.block.disks import DiskSource, parse_source, provide
+from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.host.tools import require
+from volbench.system.journal import Scope, undoer
+from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
-from volbench.tools import require
 
 LEVELS = {"raid0": 2, "raid1": 2, "raid10": 2}
 ALIASES = {"0": "raid0", "1": "raid1", "10": "raid10"}

@@ -29,14 +29,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench import hostinfo
-from volbench.errors import Problem
-from volbench.fields import Reader, did_you_mean
-from volbench.hosts import HostSpec
-from volbench.hosts.session import Session, open_session
-from volbench.journal import Scope
-from volbench.limits import Limits
-from volbench.mounts import make_tree
+from volbench.config.fields import Reader, did_you_mean
+from volbench.config.limits import Limits
+from volbench.core.errors import Problem
+from volbench.remote.hosts import HostSpec
+from volbench.remote.session import Session, open_session
+from volbench.system.block.mounts import make_tree
+from volbench.system.host import hostinfo
+from volbench.system.journal import Scope
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 # Workload tools that know how to drive several hosts.

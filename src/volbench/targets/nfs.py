@@ -45,19 +45,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench import blockstack, daemons, proc, stackparse
-from volbench.disks import DiskSource, provide
-from volbench.errors import CommandFailed, ResourceError
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, make_and_mount, parse_fs
-from volbench.hosts import NETNS_DIR, route_source, valid_netns
-from volbench.journal import Scope, undoer
-from volbench.limits import Limits
-from volbench.mounts import is_mounted, make_dir, make_tree, mount_info
-from volbench.recipe import Recipe
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.core.errors import CommandFailed, ResourceError
+from volbench.remote.hosts import NETNS_DIR, route_source, valid_netns
+from volbench.system import daemons, proc
+from volbench.system.block import blockstack, stackparse
+from volbench.system.block.disks import DiskSource, provide
+from volbench.system.block.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.system.block.mounts import is_mounted, make_dir, make_tree, mount_info
+from volbench.system.host.tools import require
+from volbench.system.journal import Scope, undoer
+from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 from volbench.targets.source import parse_own_disk
-from volbench.tools import require
 
 VERSIONS = ("3", "4", "4.0", "4.1", "4.2")
 CLIENT = "127.0.0.1"

@@ -5,8 +5,8 @@ Shared by the targets that export or serve storage (NFS, iSCSI).
 
 from __future__ import annotations
 
-from volbench.disks import DiskSource, ListedDisk, parse_source, stable_problem
-from volbench.fields import Reader
+from volbench.config.fields import Reader
+from volbench.system.block.disks import DiskSource, ListedDisk, parse_source, stable_problem
 
 
 def parse_own_disk(r: Reader) -> DiskSource | None:

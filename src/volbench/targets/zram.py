@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from volbench.devices import create_zram
-from volbench.fields import Reader
-from volbench.filesystems import FsSpec, parse_fs
-from volbench.limits import Limits
+from volbench.config.fields import Reader
+from volbench.config.limits import Limits
+from volbench.system.block.devices import create_zram
+from volbench.system.block.filesystems import FsSpec, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.errors import ParseError, Problem
-from volbench.fields import Reader
-from volbench.journal import Scope
-from volbench.model import Params, Parsed, Scalar
-from volbench.pathcheck import Place
+from volbench.config.fields import Reader
+from volbench.config.pathcheck import Place
+from volbench.core.errors import ParseError, Problem
+from volbench.core.model import Params, Parsed, Scalar
+from volbench.system.journal import Scope
 from volbench.targets.base import Built
 
 
@@ -59,7 +59,7 @@ class RunContext:
     service: Mapping[str, str] = field(default_factory=dict)
     host: HostFacts = HostFacts()
     # A load-curve step's offered rate (op/s or tx/s in all), resolved by the runner once
-    # the round's saturation run has ended (volbench.curves); None: unthrottled.
+    # the round's saturation run has ended (volbench.engine.curves); None: unthrottled.
     offered: float | None = None
 
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import units
-from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader, flag, whole
-from volbench.model import Metric, Params, Parsed, Scalar
+from volbench.config.fields import Reader, flag, whole
+from volbench.core import units
+from volbench.core.errors import ParseError, VolbenchError
+from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 from volbench.workloads.macro import read_user

@@ -23,10 +23,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from volbench import units
-from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader, choice, flag, whole
-from volbench.model import Metric, Params, Parsed, Scalar, Series
+from volbench.config.fields import Reader, choice, flag, whole
+from volbench.core import units
+from volbench.core.errors import ParseError, VolbenchError
+from volbench.core.model import Metric, Params, Parsed, Scalar, Series
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench import fieldrules, loadspec, pathcheck, units
-from volbench.errors import ExperimentError, ParseError, Problem
-from volbench.fields import Reader, choice, flag, percent, whole
-from volbench.model import Histogram, Metric, Params, Parsed, Scalar, Series
+from volbench.config import fieldrules, loadspec, pathcheck
+from volbench.config.fields import Reader, choice, flag, percent, whole
+from volbench.core import units
+from volbench.core.errors import ExperimentError, ParseError, Problem
+from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar, Series
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
 from volbench.targets.base import Built

@@ -27,9 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from volbench import units
-from volbench.errors import ParseError
-from volbench.model import Params, Parsed, Series
+from volbench.core import units
+from volbench.core.errors import ParseError
+from volbench.core.model import Params, Parsed, Series
 from volbench.services.keys import FIO_CLIENTS as CLIENTS
 from volbench.workloads.base import Invocation, LostHosts, RunContext
 

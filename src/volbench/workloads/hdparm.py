@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader, flag
-from volbench.model import Metric, Params, Parsed, Scalar
+from volbench.config.fields import Reader, flag
+from volbench.core.errors import ParseError, VolbenchError
+from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 MIB = 1024**2

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.errors import ParseError, VolbenchError
-from volbench.fields import Reader, flag
-from volbench.model import Metric, Params, Parsed, Scalar
+from volbench.config.fields import Reader, flag
+from volbench.core.errors import ParseError, VolbenchError
+from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 

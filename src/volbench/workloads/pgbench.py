@@ -28,13 +28,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench import fieldrules, hostinfo, loadspec, pgfind, units
-from volbench.errors import ParseError
-from volbench.fields import Reader
-from volbench.hosts import HostSpec
-from volbench.model import Histogram, Params, Parsed, Scalar, digest
+from volbench.config import fieldrules, loadspec
+from volbench.config.fields import Reader
+from volbench.core import units
+from volbench.core.errors import ParseError
+from volbench.core.model import Histogram, Params, Parsed, Scalar, digest
+from volbench.remote.hosts import HostSpec
 from volbench.services import pgclients, postgres
 from volbench.stats.curve import PGBENCH_SLA_STATS, SATURATION
+from volbench.system.host import hostinfo, pgfind
 from volbench.workloads import pgbench_hosts
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import (

@@ -34,10 +34,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench.errors import ParseError, Problem
-from volbench.fields import Reader, did_you_mean
-from volbench.hosts import HostSpec
-from volbench.model import Histogram, Metric, Parsed, Series, digest
+from volbench.config.fields import Reader, did_you_mean
+from volbench.core.errors import ParseError, Problem
+from volbench.core.model import Histogram, Metric, Parsed, Series, digest
+from volbench.remote.hosts import HostSpec
 from volbench.services.keys import PGBENCH_CLIENTS as CLIENTS
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import Invocation, LostHosts, RunContext, WorkloadSpec

@@ -26,8 +26,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from volbench.errors import ParseError
-from volbench.model import Histogram, Metric, Parsed, Scalar, Series
+from volbench.core.errors import ParseError
+from volbench.core.model import Histogram, Metric, Parsed, Scalar, Series
 from volbench.stats.histogram import percentile_from_histogram
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+|nan|NaN|-nan|inf)"

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from volbench.errors import ParseError
+from volbench.core.errors import ParseError
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -13,8 +13,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from volbench import journal, pgfind, proc
 from volbench.services import postgres
+from volbench.system import journal, proc
+from volbench.system.host import pgfind
 from volbench.targets.base import Built
 
 HERE = Path(__file__).resolve().parent

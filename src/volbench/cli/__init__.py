@@ -1,0 +1,1 @@
+"""The command line: parse, call, print; the only place that exits."""

@@ -1,0 +1,248 @@
+"""Reading a YAML mapping field by field, collecting every problem with its path.
+
+Parsing goes on after a problem (with a placeholder value) so that one pass
+reports all mistakes in a file, each naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from volbench.config import fieldrules
+from volbench.core import units
+from volbench.core.errors import Problem
+
+T = TypeVar("T")
+_MISSING: Any = object()
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", int: "a number", float: "a number",
+            bool: "true/false", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
+class Reader:
+    def __init__(self, data: Any, path: str, problems: list[Problem],
+                 base: Path | None = None) -> None:
+        self.path = path
+        self.problems = problems
+        # The experiment file's folder: relative paths in it are taken from there.
+        self.base = base
+        self._used: set[str] = set()
+        if not isinstance(data, Mapping):
+            self.problem("", f"expected a mapping of fields, got {_type_name(data)}")
+            data = {}
+        self.data: Mapping[str, Any] = data
+
+    # -- plumbing -----------------------------------------------------------------------
+    def at(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def problem(self, key: str | int, message: str, fix: str = "") -> None:
+        path = self.at(key) if key != "" else (self.path or "(top level)")
+        self.problems.append(Problem(path, message, fix))
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        self._used.add(key)
+        if key in self.data:
+            return self.data[key]
+        if default is _MISSING:
+            self.problem(key, "is required")
+            return None
+        return default
+
+    def finish(self, allowed_extra: Sequence[str] = ()) -> None:
+        """Report fields nobody read: typos, or options of another type."""
+        known = sorted(self._used | set(allowed_extra))
+        for key in self.data:
+            if key not in self._used and key not in allowed_extra:
+                self.problem(str(key), "unknown field",
+                             did_you_mean(str(key), known) or f"known fields: {', '.join(known)}")
+
+    def _convert(self, key: str, value: Any, convert: Callable[[Any], T], expected: str,
+                 placeholder: T) -> T:
+        try:
+            return convert(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            # A converter's own message is specific ("'x' is not one of …"); use it as is.
+            self.problem(key, str(exc) or f"expected {expected}")
+            return placeholder
+
+    # -- typed fields -------------------------------------------------------------------
+    def text(self, key: str, default: Any = _MISSING, choices: Sequence[str] = ()) -> str:
+        value = self.raw(key, default)
+        if value is None:
+            return "" if default is _MISSING or default is None else str(default)
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            self.problem(key, f"expected text, got {_type_name(value)}")
+            return ""
+        value = str(value)
+        if choices and value not in choices:
+            hint = did_you_mean(value, choices)
+            self.problem(key, f"'{value}' is not one of: {', '.join(choices)}", hint)
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None,
+                maximum: int | None = None) -> int:
+        value = self.raw(key, default)
+        if value is None:
+            return 0 if default is _MISSING or default is None else int(default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(key, f"expected a whole number, got {value!r}")
+            return minimum or 0
+        return self._bounded(key, value, minimum, maximum)
+
+    def _bounded(self, key: str, value: int, minimum: int | None, maximum: int | None) -> int:
+        if minimum is not None and value < minimum:
+            self.problem(key, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            self.problem(key, f"must be at most {maximum}, got {value}")
+        return value
+
+    def number(self, key: str, default: Any = _MISSING) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.problem(key, f"expected a number, got {value!r}")
+            return 0.0
+        if isinstance(value, int) and abs(value) > 2**53:
+            self.problem(key, f"is too large ({len(str(abs(value)))} digits)")
+            return 0.0
+        if not math.isfinite(value):
+            self.problem(key, f"expected a finite number, got {value}")
+            return 0.0
+        return float(value)
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            self.problem(key, f"expected true or false, got {value!r}")
+            return False
+        return value
+
+    def size(self, key: str, default: Any = _MISSING) -> int:
+        value = self.raw(key, default)
+        if value is None:
+            return 0
+        return self._convert(key, value, units.parse_size, "a size such as 4k, 1M or 2G", 0)
+
+    def duration(self, key: str, default: Any = _MISSING) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            return 0.0
+        return self._convert(key, value, units.parse_duration, "a duration such as 10s or 2m",
+                             0.0)
+
+    def text_list(self, key: str, default: Any = _MISSING) -> list[str]:
+        value = self.raw(key, default)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+            self.problem(key, f"expected a list of text, got {_type_name(value)}")
+            return []
+        return [str(v) for v in value]
+
+    def location(self, key: str, default: Any = _MISSING) -> Path:
+        """A directory or file volbench works in: absolute (a relative one is taken from
+        the experiment file's folder), and not `/` nor a system directory."""
+        text = self.text(key, default)
+        if not text:
+            if self.has(key):
+                self.problem(key, "is empty", "give a path")
+            return Path(".")
+        if "\0" in text:
+            self.problem(key, "contains a NUL character", "give a path")
+            return Path(".")
+        path = fieldrules.absolute(text, self.base)
+        why = fieldrules.system_problem(path)
+        if why is not None:
+            self.problem(key, why, "use a directory of its own, e.g. /srv/bench or "
+                         "/var/tmp/volbench")
+        return path
+
+    def sub(self, key: str, default: Any = _MISSING) -> Reader:
+        value = self.raw(key, default)
+        return Reader({} if value is None else value, self.at(key), self.problems, self.base)
+
+    def items(self, key: str, default: Any = _MISSING) -> list[Reader]:
+        value = self.raw(key, default)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problem(key, f"expected a list, got {_type_name(value)}",
+                         "write one entry per line starting with '- '")
+            return []
+        return [Reader(v, f"{self.at(key)}[{i}]", self.problems, self.base)
+                for i, v in enumerate(value)]
+
+    def axis(self, key: str, default: Any, convert: Callable[[Any], T], expected: str,
+             placeholder: T) -> list[T]:
+        """A matrix dimension: one value or a list of values (each converted and checked)."""
+        value = self.raw(key, default)
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            self.problem(key, "an empty list gives no cases", "give at least one value")
+            return [placeholder]
+        out: list[T] = []
+        for i, item in enumerate(values):
+            where = f"{key}[{i}]" if isinstance(value, list) else key
+            out.append(self._convert(where, item, convert, expected, placeholder))
+        return out
+
+
+# Converters for matrix axes (Reader.axis): one value in, the typed value out, or a
+# ValueError whose message is what the user reads after the field's path.
+
+def flag(value: Any) -> bool:
+    """true/false (1 and 0 are accepted too: fio users write direct=1)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def whole(minimum: int, what: str = "a whole number", maximum: int | None = None
+          ) -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"expected {what}, at least {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"expected {what}, at most {maximum}, got {value!r}")
+        return value
+
+    return convert
+
+
+def percent(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise ValueError(f"expected a percentage 0..100, got {value!r}")
+    return value
+
+
+def choice(options: Sequence[str]) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        if value not in options:
+            hint = did_you_mean(str(value), options)
+            raise ValueError(f"'{value}' is not one of: {', '.join(options)}"
+                             + (f" ({hint})" if hint else ""))
+        return str(value)
+
+    return convert

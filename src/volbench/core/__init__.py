@@ -1,0 +1,1 @@
+"""The result model, errors, units and metric facts: imports nothing of volbench."""

@@ -1,0 +1,59 @@
+"""Which measured values are believable: finite and not absurdly large.
+
+The importer refuses a file holding any other value (naming the file and the
+field); the report leaves such a value out with a warning naming the run, so one
+bad stored value never stops a whole report. Depends only on the result model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+
+from volbench.core.model import Parsed
+
+# Larger than any real figure: an exabyte, 10^18 operations per second or seconds.
+# A value beyond it comes from a corrupted or edited file, not from a disk.
+MAX_VALUE = 1e18
+
+
+def value_problem(value: float | None) -> str | None:
+    """Why `value` cannot be a measurement (None: it can; None itself means "missing")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value!r} is not a number"
+    if isinstance(value, int):  # exact, and may be too large for a float
+        return None if abs(value) <= MAX_VALUE else (
+            f"a {len(str(abs(value)))}-digit number is larger than any real measurement")
+    if not math.isfinite(value):
+        return f"{value} is not a finite number"
+    # Negative values are not refused: some are real (macro.py's "other" time when
+    # phases overlap).
+    if abs(value) > MAX_VALUE:
+        return f"{value:.3g} is larger than any real measurement"
+    return None
+
+
+def _where(name: str, tags: Mapping[str, str]) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in tags.items())
+    return f"{name} ({shown})" if shown else name
+
+
+def parsed_problems(parsed: Parsed) -> Iterator[str]:
+    """'<field>: <why>' for every value of `parsed` that cannot be a measurement."""
+    for metric in parsed.metrics:
+        if (why := value_problem(metric.value)) is not None:
+            yield f"{_where(metric.name, metric.tags)}: {why}"
+    for series in parsed.series:
+        for t, v in series.points:
+            why = value_problem(t) or value_problem(v)
+            if why is not None:
+                yield f"{_where(series.name, series.tags)} at {t}: {why}"
+                break
+    for hist in parsed.histograms:
+        for bin_value, count in hist.bins:
+            why = value_problem(bin_value) or value_problem(count)
+            if why is not None:
+                yield f"{_where(hist.name, hist.tags)} histogram: {why}"
+                break

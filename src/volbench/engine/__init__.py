@@ -1,0 +1,1 @@
+"""The experiment bound to its kinds, the plan, and the lifecycle of a run."""

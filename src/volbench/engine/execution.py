@@ -1,0 +1,156 @@
+"""One measured run: prepare the machine, start the tool, collect everything it wrote.
+
+The runner decides *what* runs; this module does one run and turns it into a
+RunResult, whatever happens (a failing tool, a parser that rejects the output,
+a timeout). Interruptions propagate after the partial run is described.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from volbench.core.errors import ResourceError, VolbenchError, key_lines
+from volbench.core.model import Params, Parsed, RunResult, Status
+from volbench.stats.windows import with_windows
+from volbench.system import proc
+from volbench.system.block import cgroups, diskstats, space
+from volbench.targets.base import Built
+from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+# Raw files larger than this are cut (and marked) so one chatty log cannot bloat the database.
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+
+
+def drop_caches() -> str | None:
+    """Flush dirty pages and drop the page cache; returns why not, if it could not."""
+    os.sync()
+    try:
+        DROP_CACHES.write_text("3")
+    except OSError as exc:
+        return f"caches not dropped ({exc.strerror}; needs root)"
+    return None
+
+
+def prepare_rundir(rundir: Path, user: str | None) -> None:
+    try:
+        rundir.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            shutil.chown(rundir, user=user)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(rundir)) from exc
+        raise ResourceError(f"cannot make the run directory {rundir}: {exc.strerror}; check "
+                            "the work directory (workdir:)") from exc
+
+
+def write_files(inv: Invocation) -> None:
+    """The job files an invocation reads, in place before its process starts."""
+    for path, text in inv.files.items():
+        prepare_rundir(path.parent, inv.user)
+        path.write_text(text)
+
+
+def _read_limited(path: Path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(MAX_OUTPUT_BYTES + 1)
+    text = data[:MAX_OUTPUT_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_OUTPUT_BYTES:
+        text += f"\n[volbench: cut at {MAX_OUTPUT_BYTES} bytes]\n"
+    return text
+
+
+def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, str]:
+    outputs: dict[str, str] = {}
+    if done is not None:
+        outputs["stdout"] = done.stdout
+        outputs["stderr"] = done.stderr
+    for name, path in inv.outputs.items():
+        if path.exists():
+            outputs[name] = _read_limited(path)
+    if inv.cwd is not None:
+        for pattern in inv.output_globs:
+            for path in sorted(inv.cwd.glob(pattern)):
+                outputs[path.name] = _read_limited(path)
+    return outputs
+
+
+def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker | None
+                   ) -> proc.Completed:
+    return proc.run(inv.argv, timeout=inv.timeout, cwd=inv.cwd, env=inv.env, user=inv.user,
+                    cgroup=built.cgroup if inv.throttled else None, check=False,
+                    tracker=tracker)
+
+
+def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: Params,
+            repetition: int, warmup: bool, ctx: RunContext,
+            tracker: proc.ProcessTracker | None, drop: bool,
+            extra_annotations: Mapping[str, Any] | None = None) -> RunResult:
+    """Run one case once and describe the outcome as a RunResult (never raises VolbenchError)."""
+    annotations: dict[str, Any] = dict(extra_annotations or {})
+    built = ctx.built
+    started = time.time()
+    inv: Invocation | None = None
+    done: proc.Completed | None = None
+    try:
+        inv = kind.command(workload, params, ctx)
+        prepare_rundir(ctx.rundir, inv.user)
+        if inv.cwd is not None:
+            prepare_rundir(inv.cwd, inv.user)
+        write_files(inv)
+        if drop:
+            why = drop_caches()
+            if why:
+                annotations["caches"] = why
+        listed = space.entries(built.path)  # to remove a workload's files if they did not fit
+        before = diskstats.read(built.devices)
+        cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
+        done = run_invocation(inv, built, tracker)
+        annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
+        if built.cgroup:
+            after = cgroups.serviced(built.cgroup)
+            annotations["cgroup_ios"] = {k: after.get(k, 0) - cg_before.get(k, 0)
+                                         for k in after}
+        annotations["cpu"] = {"user": done.user_time, "sys": done.sys_time}
+    except VolbenchError as exc:
+        return RunResult(target, workload.name, params, repetition, Status.FAILED, started,
+                         time.time(), warmup, argv=inv.argv if inv else (), error=str(exc),
+                         annotations=annotations)
+    outputs = collect_outputs(inv, done)
+    status, error, parsed = Status.OK, "", Parsed()
+    if done.returncode != 0:
+        tail = " | ".join(key_lines(done.stderr or done.stdout))
+        status, error = Status.FAILED, f"exit code {done.returncode}: {tail}"
+    if done.timed_out:
+        status, error = Status.TIMEOUT, f"killed after the {inv.timeout:g} s timeout"
+    elif done.returncode == 0 or kind.partial_results:
+        try:
+            parsed = kind.parse_output(workload, params, RunOutput(
+                outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
+                ctx.host))
+            parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
+        except VolbenchError as exc:
+            # What could still be read (the hosts that kept running) stays with the
+            # failed run; reports leave failed runs out of every statistic.
+            partial = getattr(exc, "partial", None)
+            if isinstance(partial, Parsed):
+                parsed = partial
+                error = f"{error}; {exc}" if error else str(exc)
+            elif not error:  # the exit code says more than "no output to parse"
+                error = str(exc)
+            status = Status.FAILED
+    if status is Status.FAILED:
+        why = space.explain([error, done.stderr, done.stdout], directory=built.path,
+                            device=built.block_device, rundir=ctx.rundir,
+                            needed=annotations.get("working_set_bytes"), before=listed)
+        if why:
+            error = f"{why} [{error[:300]}]"
+    return RunResult(target, workload.name, params, repetition, status, done.started,
+                     done.ended, warmup, argv=done.argv, exit_code=done.returncode,
+                     error=error, parsed=parsed, outputs=outputs, annotations=annotations)

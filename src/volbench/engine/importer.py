@@ -1,0 +1,160 @@
+"""Turning existing tool outputs into runs of a named target, so old results compare with new.
+
+Each file becomes one run (repetition = its position on the command line) of an
+experiment named `import:<target>`; parameters are read back from the output
+itself where the tool records them (fio's job options), with the same names and
+spellings volbench's own runs use, so imported and new runs of one case line up.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from volbench.core import units, valuecheck
+from volbench.core.errors import ParseError, VolbenchError
+from volbench.core.model import Parsed, RunResult, Scalar, Status
+from volbench.store.db import Store
+from volbench.workloads import bonnie, dd, fio, hdparm, pgbench_parse
+from volbench.workloads.shape import SHAPE_ERRORS, shape_message
+
+# Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
+# must not read for ever.
+MAX_FILE_BYTES = 256 * 1024**2
+
+
+@dataclass(frozen=True)
+class Imported:
+    params: dict[str, Scalar]
+    parsed: Parsed
+    started: float | None = None
+
+
+def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
+    """Our parameter names from fio's own record of its options (first job, then global)."""
+    jobs = data.get("jobs") or data.get("client_stats") or []
+    options: dict[str, Any] = dict(data.get("global options") or {})
+    if jobs:
+        options.update(jobs[0].get("job options") or {})
+    params: dict[str, Scalar] = {}
+    if "rw" in options:
+        params["rw"] = str(options["rw"])
+    for key in ("bs", "size"):
+        if key in options:
+            try:
+                params[key] = units.format_size(units.parse_size(str(options[key])))
+            except ValueError:
+                params[key] = str(options[key])
+    for key in ("iodepth", "numjobs", "rwmixread", "direct"):
+        if key in options and str(options[key]).isdigit():
+            params[key] = int(options[key])
+    if "runtime" in options:
+        try:
+            params["runtime"] = units.parse_duration(str(options["runtime"]))
+        except ValueError:
+            params["runtime"] = str(options["runtime"])
+    if "ioengine" in options:
+        params["ioengine"] = str(options["ioengine"])
+    return params
+
+
+def import_fio(text: str, source: str) -> Imported:
+    data = fio.load_json(text, source)
+    parsed = fio.parse_json(text, source)
+    stamp = data.get("timestamp")
+    return Imported(_fio_params(data), parsed, float(stamp) if stamp else None)
+
+
+def import_bonnie(text: str, source: str) -> Imported:
+    """bonnie++ CSV (1.96/1.97 and 1.98/2.00 layouts); the host's RAM is unknown, so no
+    cache-influence notes; several rows (-x N) become one run tagged row=1…N."""
+    return Imported(bonnie.params_of(text, source), bonnie.parse_csv(text, source))
+
+
+def import_dd(text: str, source: str) -> Imported:
+    """One dd run's stderr (or a terminal copy with its command line)."""
+    runs = dd.runs_in(text)
+    if runs > 1:
+        raise ParseError("dd", source, f"the file holds {runs} dd runs; put each run's output "
+                                       "in a file of its own")
+    return Imported(dd.params_of(text), dd.parse_text(text, source))
+
+
+def import_hdparm(text: str, source: str) -> Imported:
+    return Imported(hdparm.params_of(text), hdparm.parse_text(text, source))
+
+
+def import_pgbench(text: str, source: str) -> Imported:
+    """A pgbench run's summary (with its -P progress lines if stderr is in the file too) or
+    a pgbench -i output; 9.4 to 16 formats. Parameters are read back from the header."""
+    params, parsed = pgbench_parse.parse_any(text, source)
+    return Imported(params, parsed)
+
+
+IMPORTERS: dict[str, Callable[[str, str], Imported]] = {"fio": import_fio}
+IMPORT_HINTS = {"fio": " (fio writes JSON with --output-format=json or json+)"}
+IMPORTERS.update({"bonnie++": import_bonnie, "dd": import_dd, "hdparm": import_hdparm})
+IMPORTERS["pgbench"] = import_pgbench
+
+
+def read_output(tool: str, text: str, source: str) -> Imported:
+    """One file's run, or a ParseError naming the file and what is wrong in it."""
+    try:
+        imported = IMPORTERS[tool](text, source)
+    except ParseError as exc:
+        raise ParseError(tool, source, f"{exc.detail}; is this {tool} output?"
+                         + IMPORT_HINTS.get(tool, "")) from exc
+    except SHAPE_ERRORS as exc:  # reading back parameters (fio's job options, …)
+        raise ParseError(tool, source, shape_message(exc)) from exc
+    _check_values(tool, source, imported)
+    return imported
+
+
+def _check_values(tool: str, source: str, imported: Imported) -> None:
+    """Refuse a file with a value no disk measures (NaN, infinity, 10^400): stored, it
+    would fail every later report of the database."""
+    problem = next(valuecheck.parsed_problems(imported.parsed), None)
+    if problem is None and imported.started is not None:
+        why = valuecheck.value_problem(imported.started)
+        problem = f"timestamp: {why}" if why else None
+    if problem is not None:
+        raise ParseError(tool, source, f"{problem}; fix or remove that value, or leave the "
+                                          "file out")
+
+
+def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
+                 workload: str | None = None) -> tuple[int, int]:
+    """Parse every file first (all or nothing), then store them: (experiment id, runs)."""
+    if tool not in IMPORTERS:
+        raise VolbenchError(f"cannot import {tool} output; importable tools: "
+                            f"{', '.join(sorted(IMPORTERS))}")
+    results: list[tuple[Path, str, Imported]] = []
+    for path in files:
+        try:
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise VolbenchError(f"cannot read {path}: {exc.strerror}") from exc
+        if len(data) > MAX_FILE_BYTES:
+            raise VolbenchError(f"{path} is larger than {MAX_FILE_BYTES // 1024**2} MiB; is "
+                                f"this {tool} output?")
+        text = data.decode(errors="replace")
+        results.append((path, text, read_output(tool, text, str(path))))
+    document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
+                                                       "files": [str(p) for p in files]}}
+    env = {"imported": True, "importer_host": os.uname().nodename}
+    exp_id = store.begin_experiment(f"import:{target}", f"import-{time.time()}", document, env,
+                                    None)
+    store.save_target(exp_id, target, "imported", "imported", {"files": [str(p) for p in files]})
+    for i, (path, text, imp) in enumerate(results, 1):
+        stamp = imp.started if imp.started is not None else path.stat().st_mtime
+        store.save_run(exp_id, RunResult(
+            target=target, workload=workload or tool, params=imp.params, repetition=i,
+            status=Status.OK, started=stamp, ended=stamp, parsed=imp.parsed,
+            outputs={path.name: text}, annotations={"imported_from": str(path)}))
+    store.set_status(exp_id, "done")
+    return exp_id, len(results)

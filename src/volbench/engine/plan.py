@@ -1,0 +1,152 @@
+"""Experiment → ordered runs.
+
+Default order is interleaved: round 1 of every case on every target, then round
+2, …; within a round, the same case runs on each target back to back, so a
+comparison is made between runs close in time (drift hits all layouts alike).
+`shuffled` permutes each round with a recorded seed; `sequential` finishes one
+target before building the next (fewer devices at once, but drift is confounded
+with layout).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from volbench.config.loadspec import stage
+from volbench.core.model import Params, case_key
+from volbench.engine.experiment import Experiment
+from volbench.targets import KINDS as TARGET_KINDS
+from volbench.workloads import KINDS as WORKLOAD_KINDS
+
+# Fixed costs per run (cache drop, process start, parsing) and per target build.
+RUN_OVERHEAD_S = 0.7
+BUILD_S = 3.0
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    target: str
+    workload: str
+    params: Params
+    repetition: int
+    warmup: bool = False
+
+    @property
+    def case_key(self) -> str:
+        return case_key(self.target, self.workload, self.params)
+
+    @property
+    def run_key(self) -> tuple[str, int, bool]:
+        return (self.case_key, self.repetition, self.warmup)
+
+
+@dataclass(frozen=True)
+class Case:
+    workload: str
+    params: Params
+
+
+@dataclass(frozen=True)
+class Group:
+    """Targets that exist at the same time, in build order, and whose runs happen then."""
+
+    members: tuple[str, ...]
+    measured: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: Experiment
+    cases: tuple[Case, ...]
+    seed: int
+    # All targets at once (interleaved, shuffled), or one target (with what it is built
+    # on) after another (sequential).
+    groups: tuple[Group, ...]
+
+    def round(self, repetition: int, *, warmup: bool = False) -> list[PlannedRun]:
+        """All runs of one repetition (or warm-up round), in execution order."""
+        exp = self.experiment
+        runs = [PlannedRun(t.name, c.workload, c.params, repetition, warmup)
+                for c in self.cases for t in exp.targets]
+        if exp.order == "shuffled":
+            random.Random(f"{self.seed}-{repetition}-{warmup}").shuffle(runs)
+            # A load step needs its round's saturation run, a probe the steps before it.
+            runs.sort(key=lambda r: stage(r.params))
+        return runs
+
+    def runs(self, repetitions: int | None = None) -> list[PlannedRun]:
+        """Warm-up rounds then measured rounds 1..repetitions (default: repeat.min)."""
+        exp = self.experiment
+        n = repetitions if repetitions is not None else exp.repeat.min
+        out: list[PlannedRun] = []
+        for w in range(1, exp.warmup + 1):
+            out += self.round(w, warmup=True)
+        for rep in range(1, n + 1):
+            out += self.round(rep)
+        if exp.order == "sequential":
+            order = {t.name: i for i, t in enumerate(exp.targets)}
+            out.sort(key=lambda r: order[r.target])  # stable: keeps rounds in order
+        return out
+
+    def runs_for(self, group: Group, repetitions: int | None = None) -> list[PlannedRun]:
+        return [r for r in self.runs(repetitions) if r.target in group.measured]
+
+    def estimate(self, repetitions: int | None = None) -> float:
+        """Seconds the whole plan should take (runs, overheads, builds, layouts)."""
+        exp = self.experiment
+        total = BUILD_S * len(exp.targets)
+        for run in self.runs(repetitions):
+            spec = exp.workload(run.workload)
+            total += WORKLOAD_KINDS[spec.tool].estimate(spec, run.params) + RUN_OVERHEAD_S
+        return total
+
+    def loop_devices(self) -> int:
+        """Loop devices in use at the same time (the largest group)."""
+        exp = self.experiment
+        return max((sum(TARGET_KINDS[exp.target(n).type].loop_devices(exp.target(n))
+                        for n in g.members) for g in self.groups), default=0)
+
+    def disk_space(self) -> int:
+        exp = self.experiment
+        return max((sum(TARGET_KINDS[exp.target(n).type].disk_space(exp.target(n))
+                        for n in g.members) for g in self.groups), default=0)
+
+
+def make_plan(experiment: Experiment, seed: int | None = None) -> Plan:
+    cases = tuple(Case(w.name, params) for w in experiment.workloads
+                  for params in WORKLOAD_KINDS[w.tool].cases(w))
+    chosen = seed if seed is not None else experiment.seed
+    if chosen is None:
+        chosen = random.SystemRandom().randrange(2**31)
+    order = build_order(experiment)
+    if experiment.order == "sequential":
+        groups = tuple(Group(tuple(n for n in order if n in closure(experiment, t.name)),
+                             (t.name,)) for t in experiment.targets)
+    else:
+        groups = (Group(tuple(order), tuple(order)),)
+    return Plan(experiment, cases, chosen, groups)
+
+
+def closure(experiment: Experiment, name: str) -> set[str]:
+    """A target and everything it is built on, recursively."""
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo += experiment.target(current).on
+    return found
+
+
+def build_order(experiment: Experiment) -> list[str]:
+    """Targets in the order they can be built: each after what it is built on.
+
+    Keeps the file's order otherwise (validation has ruled out cycles)."""
+    done: list[str] = []
+    pending = [t.name for t in experiment.targets]
+    while pending:
+        ready = next(n for n in pending if all(d in done for d in experiment.target(n).on))
+        done.append(ready)
+        pending.remove(ready)
+    return done

@@ -1,0 +1,505 @@
+"""The lifecycle of an experiment: check, build, set up, run, store, tear down.
+
+Every run is committed to the store the moment it ends, so a crash or Ctrl-C
+loses at most the run in progress (recorded as interrupted, and repeated by
+--resume). Targets are context managers inside an ExitStack: whatever happens,
+they are torn down in reverse order, and the journal lets `volbench cleanup`
+finish the job if volbench itself is killed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+from volbench.config import pathcheck
+from volbench.config.steady import SteadySpec
+from volbench.core.errors import (
+    ExperimentError,
+    Interrupted,
+    Problem,
+    ResourceError,
+    StoreError,
+    VolbenchError,
+    key_lines,
+)
+from volbench.core.model import RunResult, Status, canonical_json
+from volbench.engine import adaptive, curves
+from volbench.engine.execution import measure, prepare_rundir, run_invocation, write_files
+from volbench.engine.experiment import Experiment, root_problems
+from volbench.engine.plan import Group, Plan, PlannedRun, make_plan
+from volbench.engine.steadyrounds import unsteady
+from volbench.store.db import Store
+from volbench.system import containment, journal, proc
+from volbench.system.block import space
+from volbench.system.block.mounts import make_dir, make_tree
+from volbench.system.host import hostinfo, tools
+from volbench.system.recipe import Recipe
+from volbench.targets import KINDS as TARGET_KINDS
+from volbench.targets import BuildContext, Built, open_target, placeholder
+from volbench.workloads import KINDS as WORKLOAD_KINDS
+from volbench.workloads.base import (
+    HostFacts,
+    Invocation,
+    RunContext,
+    ServiceContext,
+    ServiceHandle,
+)
+
+
+class Progress(Protocol):
+    def begin(self, total: int, estimate_s: float) -> None: ...
+    def more(self, runs: int) -> None: ...
+    def run_started(self, run: PlannedRun) -> None: ...
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class NoProgress:
+    def begin(self, total: int, estimate_s: float) -> None: ...
+    def more(self, runs: int) -> None: ...
+    def run_started(self, run: PlannedRun) -> None: ...
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+@dataclass
+class Outcome:
+    experiment_id: int
+    db: Path
+    counts: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    notes: list[str] = field(default_factory=list)
+    failed_targets: dict[str, str] = field(default_factory=dict)
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM/SIGHUP/SIGINT become Interrupted, so every `with` block tears down."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if proc.hold_signal(signum):  # a child is being started: raised once it is recorded
+            return
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler)
+                for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def required_tools(exp: Experiment) -> list[str]:
+    names = {t for spec in exp.targets for t in TARGET_KINDS[spec.type].tools}
+    names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
+    return sorted(names)
+
+
+def program_versions(exp: Experiment) -> dict[str, str]:
+    """Versions of the programs workloads find themselves (PostgreSQL: pgfind); raises
+    when one is missing. A second workload with another version gets its own key."""
+    versions: dict[str, str] = {}
+    for spec in exp.workloads:
+        check = WORKLOAD_KINDS[spec.tool].programs
+        for name, version in (check(spec) if check else {}).items():
+            key = name if versions.get(name, version) == version else f"{name}[{spec.name}]"
+            versions[key] = version
+    return versions
+
+
+def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
+    """Paths in workloads' options and job files that would leave their targets.
+
+    The targets are not built yet: their directory and device are ${VOLBENCH_DIR} and
+    ${VOLBENCH_DEV}, so only paths written that way (or relative ones) can pass; the
+    same check runs again on the built target right before the tool starts."""
+    found: dict[str, Problem] = {}
+    for run in plan.runs(1):
+        spec = exp.workload(run.workload)
+        check = WORKLOAD_KINDS[spec.tool].confinement
+        if check is None:
+            continue
+        raw = placeholder(exp.target(run.target)).path is None
+        place = pathcheck.Place(None if raw else f"${{{pathcheck.DIR_VAR}}}",
+                                f"${{{pathcheck.DEV_VAR}}}" if raw else None, known=False)
+        for problem in check(spec, run.params, place):
+            found.setdefault(str(problem), problem)
+    return list(found.values())
+
+
+def preflight(exp: Experiment, plan: Plan) -> dict[str, str]:
+    """Everything that can be checked before touching anything; returns program_versions."""
+    problems = root_problems(exp) + confinement_problems(exp, plan)
+    if problems:
+        raise ExperimentError(problems, exp.name)
+    for name in required_tools(exp):
+        tools.require(name)
+    versions = program_versions(exp)
+    need = plan.disk_space()
+    if need:
+        probe = exp.workdir if exp.workdir.exists() else exp.workdir.parent
+        free = shutil.disk_usage(probe).free
+        if free < need * 1.1:
+            raise ResourceError(
+                f"the images need {need / 2**30:.1f} GiB but {probe} has only "
+                f"{free / 2**30:.1f} GiB free; set workdir: to a larger filesystem or use "
+                "smaller disk sizes")
+    return versions
+
+
+class Session:
+    """One `volbench run`: the store row, the journal, and the per-target state."""
+
+    def __init__(self, exp: Experiment, plan: Plan, store: Store, experiment_id: int,
+                 progress: Progress, jrnl: journal.Journal, workdir: Path) -> None:
+        self.exp, self.plan, self.store, self.id = exp, plan, store, experiment_id
+        self.progress, self.journal, self.workdir = progress, jrnl, workdir
+        self.outcome = Outcome(experiment_id, Path(store.path))
+        self.setups: dict[tuple[str, str], str | None] = {}  # (target, key) -> error
+        # (target, service key) -> the open service, or the error that stopped it.
+        self.services: dict[tuple[str, str], ServiceHandle | str] = {}
+        self._stack: ExitStack | None = None
+        self._runs = 0
+        # Read once, handed to every workload (workloads read no /proc or process state).
+        self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
+        # Load-curve steps' rates, resolved as their saturation runs end (curves.py).
+        self.resolver = curves.Resolver(curves.sla_lookup(exp.workloads))
+
+    def rundir(self, label: str) -> Path:
+        self._runs += 1
+        return self.workdir / "runs" / f"{self._runs:05d}-{label}"
+
+    def build_group(self, stack: ExitStack, group: Group) -> dict[str, Built]:
+        built: dict[str, Built] = {}
+        for name in group.members:
+            spec = self.exp.target(name)
+            missing = [d for d in spec.on if d not in built]
+            if missing:
+                msg = f"it is built on {', '.join(missing)}, which could not be built"
+                self.store.save_target(self.id, name, spec.type, "failed", {}, msg)
+                self.outcome.failed_targets[name] = msg
+                continue
+            scope = self.journal.scope()
+            recipe = Recipe(tracker=scope)
+            ctx = BuildContext(scope, recipe, make_dir(scope, self.workdir / name),
+                               {d: built[d] for d in spec.on})
+            try:
+                built[name] = stack.enter_context(open_target(spec, ctx))
+            except VolbenchError as exc:
+                errors = scope.close()
+                msg = str(exc) + (f" (teardown: {'; '.join(errors)})" if errors else "")
+                self.store.save_target(self.id, name, spec.type, "failed",
+                                       {"recipe": recipe.steps}, msg)
+                self.outcome.failed_targets[name] = msg
+                self.progress.note(f"target {name} could not be built: {msg}")
+                continue
+            self.store.save_target(self.id, name, spec.type, "built", built[name].info)
+        return built
+
+    def service(self, run: PlannedRun, built: Built) -> ServiceHandle | str | None:
+        """The run's service (opened on first use, closed with its target group)."""
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        if kind.service is None:
+            return None
+        key = (run.target, kind.service_key(spec, run.params))
+        if key not in self.services:
+            assert self._stack is not None
+            scope = self.journal.scope()
+            sctx = ServiceContext(scope, built,
+                                  make_dir(scope, self.workdir / f"service-{len(self.services)}"))
+            try:
+                self._stack.enter_context(scope)
+                self.services[key] = self._stack.enter_context(
+                    kind.service(spec, run.params, sctx))
+            except VolbenchError as exc:
+                self.services[key] = f"service failed: {exc}"
+        return self.services[key]
+
+    def ensure_setup(self, run: PlannedRun, ctx: RunContext) -> str | None:
+        """Untimed setup shared by cases (fio's data file); returns an error, if any."""
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        key = (run.target, kind.setup_key(spec, run.params))
+        if key not in self.setups:
+            rundir = self.rundir(f"setup-{run.target}")
+            try:
+                prepare_rundir(rundir, None)
+                self.setups[key] = self.run_steps(
+                    kind.setup(spec, run.params, replace(ctx, rundir=rundir)), ctx.built,
+                    "setup", rundir, kind.working_set(spec, run.params))
+            except VolbenchError as exc:
+                self.setups[key] = f"setup failed: {exc}"
+            finally:
+                shutil.rmtree(rundir, ignore_errors=True)
+        return self.setups[key]
+
+    def run_steps(self, steps: list[Invocation], built: Built, what: str,
+                  rundir: Path | None = None, needed: int | None = None) -> str | None:
+        """Run untimed steps in order; the first failure's description, or None.
+
+        A step that ran out of space says so, and what it created on the target goes
+        (a partial data file would make every later run there fail too)."""
+        try:
+            for inv in steps:
+                if inv.cwd is not None:
+                    prepare_rundir(inv.cwd, inv.user)
+                for path in inv.outputs.values():
+                    prepare_rundir(path.parent, inv.user)
+                write_files(inv)
+                listed = space.entries(built.path)
+                done = run_invocation(inv, built, self.journal)
+                if done.timed_out or done.returncode != 0:
+                    tail = " | ".join(key_lines(done.stderr or done.stdout))
+                    why = space.explain([done.stderr, done.stdout], directory=built.path,
+                                        device=built.block_device,
+                                        rundir=rundir or self.workdir, needed=needed,
+                                        before=listed)
+                    if why:
+                        return f"{what} failed: {why} [{tail[:300]}]"
+                    return f"{what} failed ({' '.join(inv.argv[:3])} …): {tail}"
+        except VolbenchError as exc:
+            return f"{what} failed: {exc}"
+        return None
+
+    def _failed(self, run: PlannedRun, error: str) -> RunResult:
+        now = time.time()
+        return RunResult(run.target, run.workload, run.params, run.repetition, Status.FAILED,
+                         now, now, run.warmup, error=error)
+
+    def execute(self, run: PlannedRun, built: Built) -> RunResult:
+        self.progress.run_started(run)
+        rundir = self.rundir(f"{run.target}-{run.workload}")
+        try:
+            result = self._execute(run, built, rundir)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            now = time.time()
+            self.store.save_run(self.id, RunResult(
+                run.target, run.workload, run.params, run.repetition, Status.INTERRUPTED,
+                now, now, run.warmup, error=str(exc) or "interrupted"))
+            raise
+        finally:
+            shutil.rmtree(rundir, ignore_errors=True)
+        self.store.save_run(self.id, result)
+        counts = self.outcome.counts
+        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
+        self.progress.run_finished(run, result)
+        return result
+
+    def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
+        spec = self.exp.workload(run.workload)
+        kind = WORKLOAD_KINDS[spec.tool]
+        service = self.service(run, built)
+        if isinstance(service, str):
+            return self._failed(run, service)
+        try:
+            load = self.resolver.resolve(run.target, run.workload, run.params, run.repetition,
+                                         run.warmup)
+        except VolbenchError as exc:
+            return self._failed(run, str(exc))
+        ctx = RunContext(built, rundir, service.values if service else {}, host=self.host,
+                         offered=load.offered if load else None)
+        setup_error = self.ensure_setup(run, ctx)
+        if setup_error:
+            return self._failed(run, setup_error)
+        extra: dict[str, Any] = {}
+        working_set = kind.working_set(spec, run.params)
+        if working_set:
+            extra["working_set_bytes"] = working_set
+        if service is not None and service.info:
+            extra["service"] = dict(service.info)
+        result = measure(target=run.target, workload=spec, kind=kind, params=run.params,
+                         repetition=run.repetition, warmup=run.warmup, ctx=ctx,
+                         tracker=self.journal, drop=self.exp.drop_caches,
+                         extra_annotations=extra)
+        if load is not None:
+            result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
+        after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
+        if after_error:
+            result = replace(result, annotations={**result.annotations, "after": after_error})
+        return result
+
+    def run_group(self, group: Group, done: set[tuple[str, int, bool]],
+                  repetitions: int, adaptive: bool) -> None:
+        with ExitStack() as stack:
+            self._stack = stack
+            built = self.build_group(stack, group)
+            self._run_all(self.plan.runs_for(group, repetitions), built, done)
+            if adaptive:
+                self._adapt(built, done, repetitions)
+            self.services.clear()
+        self._stack = None
+
+    def _run_all(self, runs: list[PlannedRun], built: dict[str, Built],
+                 done: set[tuple[str, int, bool]]) -> None:
+        for run in runs:
+            if run.target not in built:
+                continue
+            if run.run_key in done:
+                self.outcome.skipped += 1
+                continue
+            self.execute(run, built[run.target])
+
+    def _adapt(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
+               start: int) -> None:
+        """Extra interleaved rounds for the target/case pairs not yet decided."""
+        exp = self.exp
+        if exp.repeat.until == "steady" and exp.steady is not None:
+            self._until_steady(built, done, start, exp.steady)
+            return
+        baseline = exp.baseline or exp.targets[0].name
+        design = adaptive.design(exp.repeat.min, exp.repeat.max)
+        for repetition in range(start + 1, exp.repeat.max + 1):
+            todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
+                                    exp.repeat.metrics, design)
+            if not todo:
+                self.progress.note(f"every comparison decided after {repetition - 1} rounds")
+                return
+            wanted = {(p.target, p.workload, p.params_key) for p in todo}
+            wanted |= {(baseline, p.workload, p.params_key) for p in todo}
+            runs = [r for r in self.plan.round(repetition) if
+                    (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
+            self.progress.note(f"round {repetition}: {len(todo)} comparison(s) undecided, "
+                               f"{len(runs)} more run(s)")
+            self.progress.more(len(runs))
+            self._run_all(runs, built, done)
+        if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
+                            exp.repeat.metrics, design):
+            self.progress.note(f"some comparisons are still undecided after repeat.max = "
+                               f"{exp.repeat.max} rounds; the report says how many runs each "
+                               "would need")
+
+
+    def _until_steady(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
+                      start: int, spec: SteadySpec) -> None:
+        """Extra rounds for each target's cases until the SNIA rule holds (steadyrounds)."""
+        for repetition in range(start + 1, self.exp.repeat.max + 1):
+            todo = unsteady(self.store.runs([self.id]), spec)
+            if not todo:
+                self.progress.note(f"every case steady after {repetition - 1} rounds")
+                return
+            wanted = {(p.target, p.workload, p.params_key) for p in todo}
+            runs = [r for r in self.plan.round(repetition) if
+                    (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
+            self.progress.note(f"round {repetition}: {len(todo)} case(s) not steady yet, "
+                               f"{len(runs)} more run(s)")
+            self.progress.more(len(runs))
+            self._run_all(runs, built, done)
+        if unsteady(self.store.runs([self.id]), spec):
+            self.progress.note(f"some cases are still not steady after repeat.max = "
+                               f"{self.exp.repeat.max} rounds; the report names them")
+
+
+def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
+                   repetitions: int | None = None, progress: Progress | None = None,
+                   retry_failed: bool = False, take_over: bool = False) -> Outcome:
+    """Run a whole experiment into the database at `db`; returns what happened.
+
+    With `resume`, the latest experiment with this spec continues (runs not yet
+    finished; with `retry_failed` also runs that failed or timed out). The experiment is
+    claimed for as long as this runs (claims.py): a second writer is refused."""
+    progress = progress or NoProgress()
+    with Store(db) as store:
+        experiment_id, plan, resumed = _open_experiment(exp, store, resume, take_over, progress)
+        try:
+            return _claimed_run(exp, plan, store, experiment_id, progress, repetitions,
+                                retry_failed and resumed)
+        finally:
+            store.release(experiment_id)
+
+
+def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: bool,
+                     progress: Progress) -> tuple[int, Plan, bool]:
+    """(experiment id, plan, resumed?): the experiment to resume, claimed, or a new one.
+
+    With --resume, the look for an experiment to resume and the creation of a new one
+    happen under one lock, so two runs started together never make two experiments."""
+    for _ in range(2):
+        previous = store.find_resumable(exp.spec_hash) if resume else None
+        plan = make_plan(exp, seed=previous.seed if previous else None)
+        versions = preflight(exp, plan)
+        if previous is not None:
+            note = store.claim(previous.id, take_over=take_over)
+            if note:
+                progress.note(note)
+            return previous.id, plan, True
+        env = hostinfo.capture(required_tools(exp), versions)
+        if exp.lab is not None and hostinfo.inside_lab():
+            # The disks' caps and flush mode are part of what was measured, and the
+            # document only holds the classes the file spelled out, not the defaults.
+            env["lab"] = exp.lab.describe()
+        args = (exp.name, exp.spec_hash, exp.document, env, plan.seed)
+        if not resume:
+            return store.begin_experiment(*args, claim=True), plan, False
+        new = store.begin_if_new(*args)
+        if new is not None:
+            progress.note("nothing to resume for this experiment file: starting afresh")
+            return new, plan, False
+    raise StoreError(f"the experiment to resume in {store.path} changed twice while "
+                     "starting; run the command again")
+
+
+def _make_workdir(exp: Experiment, scope: journal.Scope, experiment_id: int) -> Path:
+    """This run's own directory (outputs of every run go under it), or why not."""
+    try:
+        exp.workdir.mkdir(parents=True, exist_ok=True)
+        workdir = make_dir(scope, exp.workdir / f"{exp.name}-{experiment_id}-{os.getpid()}")
+        make_tree(scope, workdir / "runs")
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise ResourceError(space.output_full(exp.workdir)) from exc
+        raise ResourceError(f"cannot make the work directory under {exp.workdir}: "
+                            f"{exc.strerror}; set workdir: to a writable directory") from exc
+    return workdir
+
+
+def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
+                 progress: Progress, repetitions: int | None, retry_failed: bool) -> Outcome:
+    # Read only once claimed: another writer's runs are all stored by then.
+    done = store.finished_keys(experiment_id, retry_failed=retry_failed)
+    store.set_status(experiment_id, "running")
+    n = repetitions if repetitions is not None else exp.repeat.min
+    todo = [r for r in plan.runs(n) if r.run_key not in done]
+    progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+    status = "failed"
+    interruption: Interrupted | None = None
+    with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:
+        scope = jrnl.scope()
+        try:
+            containment.begin(scope)  # every process of the run, ended at teardown
+            workdir = _make_workdir(exp, scope, experiment_id)
+            session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+            if done:  # resumed: load-curve steps resolve from the saturation runs stored
+                session.resolver = curves.Resolver(curves.sla_lookup(exp.workloads),
+                                                   store.runs([experiment_id]))
+            adapt = exp.repeat.adaptive and repetitions is None
+            for group in plan.groups:
+                session.run_group(group, done, n, adapt)
+            status = "done"
+        except (Interrupted, KeyboardInterrupt) as exc:
+            status = "interrupted"
+            interruption = exc if isinstance(exc, Interrupted) else None
+            raise
+        finally:
+            scope.close()
+            store.set_status(experiment_id, status)
+            progress.end()
+            # Every scope's leftovers, also those closed while an exception was in flight.
+            if jrnl.incomplete and interruption is not None:
+                interruption.left_behind(jrnl.incomplete)
+            elif jrnl.incomplete:
+                progress.note(journal.incomplete_message(jrnl.incomplete))
+    return session.outcome

@@ -1,0 +1,1 @@
+"""Other load hosts: SSH sessions and network namespaces."""

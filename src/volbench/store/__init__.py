@@ -1,0 +1,1 @@
+"""The SQLite result store: schema versions, migrations, bulk reads."""

@@ -1,0 +1,124 @@
+"""One writer per experiment: a run claims its experiment for as long as it runs.
+
+Two `volbench run FILE --resume` started together would otherwise both run the
+missing runs and store them twice. A claim is a row in the results database (schema
+v3, table `claims`) naming the owner: host, boot, PID and the PID's start time (so
+a PID reused by another program after the owner died is not mistaken for it). It is
+taken and checked in one IMMEDIATE transaction, so of two processes exactly one wins.
+
+A second run of a claimed experiment is refused, not queued: once the first run ends
+there is nothing left for it to do, and a queue would hide a mistake (docs/safety.md).
+A claim whose owner is gone (killed, rebooted) is taken over with a note. An owner on
+another host cannot be checked from here; `--take-over` overrides the claim then.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from volbench.core.errors import VolbenchError
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+class ExperimentBusy(VolbenchError):
+    """Another live volbench process is running this experiment."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    host: str
+    boot_id: str
+    pid: int
+    # Clock ticks after boot at which the process started (/proc/PID/stat field 22).
+    pid_start: int
+    # Wall-clock time the claim was taken, for messages.
+    since: float
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"PID {self.pid} on {self.host}, running it since {when}"
+
+
+def _pid_start(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and ')': split after its last ')'.
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
+
+
+def me() -> Owner:
+    pid = os.getpid()
+    return Owner(socket.gethostname(), _boot_id(), pid, _pid_start(pid) or 0, time.time())
+
+
+def alive(owner: Owner) -> bool | None:
+    """Is the owner still running? None when it is on another host (cannot tell)."""
+    if owner.host != socket.gethostname():
+        return None
+    if owner.boot_id != _boot_id():
+        return False  # the machine rebooted since
+    return _pid_start(owner.pid) == owner.pid_start
+
+
+def _owner(db: sqlite3.Connection, experiment_id: int) -> Owner | None:
+    row = db.execute("SELECT host, boot_id, pid, pid_start, since FROM claims"
+                     " WHERE experiment_id = ?", (experiment_id,)).fetchone()
+    return Owner(*row) if row else None
+
+
+def insert(db: sqlite3.Connection, experiment_id: int, owner: Owner) -> None:
+    db.execute("INSERT OR REPLACE INTO claims (experiment_id, host, boot_id, pid, pid_start,"
+               " since) VALUES (?, ?, ?, ?, ?, ?)",
+               (experiment_id, owner.host, owner.boot_id, owner.pid, owner.pid_start,
+                owner.since))
+
+
+def claim(db: sqlite3.Connection, experiment_id: int, label: str, *,
+          take_over: bool = False) -> str | None:
+    """Claim the experiment for this process; a note if a dead owner's claim was taken.
+
+    Raises ExperimentBusy when a live owner (or one on another host) holds it."""
+    mine = me()
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        owner = _owner(db, experiment_id)
+        note = None
+        if owner is not None and (owner.pid, owner.host) != (mine.pid, mine.host):
+            state = alive(owner)
+            if state or (state is None and not take_over):
+                where = "" if state else " (on another host, so volbench cannot tell whether " \
+                                         "it still runs)"
+                fix = ("wait for it to finish, or stop it (kill its PID), then run with "
+                       "--resume" if state else
+                       "wait for it; if that run is gone for good, run again with --take-over")
+                raise ExperimentBusy(f"{label} is being run by {owner.describe()}{where}; "
+                                     f"{fix}")
+            note = f"took over {label} from {owner.describe()}, which is no longer running"
+        insert(db, experiment_id, mine)
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+    return note
+
+
+def release(db: sqlite3.Connection, experiment_id: int) -> None:
+    """Drop this process's claim (only its own: a taken-over claim is not ours to drop)."""
+    with db:
+        db.execute("DELETE FROM claims WHERE experiment_id = ? AND pid = ? AND host = ?",
+                   (experiment_id, os.getpid(), socket.gethostname()))

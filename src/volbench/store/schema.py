@@ -1,0 +1,238 @@
+"""The results database's schema: numbered migrations, applied in order.
+
+PRAGMA user_version holds the number of migrations applied. A migration is SQL or a
+function (when data must be reshaped), and each runs in one transaction with the
+version bump, so a database is never left half-migrated. A database with a higher
+version than this volbench knows is refused, never misread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from volbench.core.errors import StoreError
+
+V1 = """
+    CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        document TEXT NOT NULL,
+        environment TEXT NOT NULL,
+        seed INTEGER,
+        created REAL NOT NULL,
+        finished REAL,
+        status TEXT NOT NULL
+    );
+    CREATE TABLE targets (
+        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT NOT NULL DEFAULT '',
+        info TEXT NOT NULL,
+        built REAL NOT NULL,
+        PRIMARY KEY (experiment_id, name)
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+        target TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        params TEXT NOT NULL,
+        case_key TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        warmup INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        started REAL NOT NULL,
+        ended REAL NOT NULL,
+        argv TEXT NOT NULL,
+        exit_code INTEGER,
+        error TEXT NOT NULL,
+        annotations TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_experiment ON runs (experiment_id, case_key);
+    CREATE TABLE metrics (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        note TEXT NOT NULL
+    );
+    CREATE INDEX metrics_by_run ON metrics (run_id);
+    CREATE TABLE series (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        tags TEXT NOT NULL
+    );
+    CREATE INDEX series_by_run ON series (run_id);
+    CREATE TABLE series_points (
+        series_id INTEGER NOT NULL REFERENCES series(id),
+        t REAL NOT NULL,
+        value REAL NOT NULL
+    );
+    CREATE INDEX points_by_series ON series_points (series_id);
+    CREATE TABLE histograms (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        bins TEXT NOT NULL
+    );
+    CREATE INDEX histograms_by_run ON histograms (run_id);
+    CREATE TABLE outputs (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        content BLOB NOT NULL,
+        PRIMARY KEY (run_id, name)
+    );
+    """
+
+
+def _v2(db: sqlite3.Connection) -> None:
+    """Reading 100 000 runs for a report in seconds, not minutes (bench/report_scale.py).
+
+    - histogram_totals: latency histograms summed per case as runs are saved, so a
+      report reads one merged histogram per case instead of every run's bins;
+    - metric_kinds: which (name, unit) pairs an experiment has, so a report can ask for
+      just the metrics it shows (a covering index by name serves that query);
+    - series points packed as one JSON array per series instead of one row per point;
+    - metrics_json: each run's metrics as the JSON array the JSON report prints,
+      written once when the run is saved. Derived from the metrics rows on purpose: a
+      JSON report of 100 000 runs copies 3.7 million metrics, and reading them back
+      row by row took 6–7 s of the 10 s budget; the stored text takes about 1.3 s. A
+      table of its own, so the runs table stays narrow (in the runs table the 3 KB
+      texts made every scan of run metadata 4× slower).
+    """
+    for statement in (
+        """CREATE TABLE histogram_totals (
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            target TEXT NOT NULL,
+            workload TEXT NOT NULL,
+            params TEXT NOT NULL,
+            name TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            runs INTEGER NOT NULL,
+            bins TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, target, workload, params, name, tags))""",
+        """CREATE TABLE metric_kinds (
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            name TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, name, unit))""",
+        # Covering: a report's "these 5 metrics of every run" reads only this index,
+        # in name order, instead of hopping through the whole metrics table.
+        "CREATE INDEX metrics_by_name ON metrics (name, run_id, value, unit, tags, note)",
+        "ALTER TABLE series ADD COLUMN points TEXT NOT NULL DEFAULT '[]'",
+        """CREATE TABLE metrics_json (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+            metrics TEXT NOT NULL)""",
+        f"INSERT INTO metrics_json (run_id, metrics) SELECT r.id, ifnull((SELECT"
+        f" json_group_array(json({METRIC_JSON})) FROM metrics m WHERE m.run_id = r.id), '[]')"
+        " FROM runs r",
+        """INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit)
+            SELECT DISTINCT r.experiment_id, m.name, m.unit FROM metrics m
+            JOIN runs r ON r.id = m.run_id""",
+    ):
+        db.execute(statement)
+    points: dict[int, list[list[float]]] = {}
+    for series_id, t, value in db.execute(
+            "SELECT series_id, t, value FROM series_points ORDER BY series_id, t"):
+        points.setdefault(series_id, []).append([t, value])
+    db.executemany("UPDATE series SET points = ? WHERE id = ?",
+                   [(json.dumps(p), sid) for sid, p in points.items()])
+    db.execute("DROP TABLE series_points")
+    rows = db.execute(
+        "SELECT r.experiment_id, r.target, r.workload, r.params, h.name, h.unit, h.tags, h.bins"
+        " FROM histograms h JOIN runs r ON r.id = h.run_id"
+        " WHERE r.status = 'ok' AND r.warmup = 0 ORDER BY r.id").fetchall()
+    for exp, target, workload, params, name, unit, tags, bins in rows:
+        add_to_totals(db, (exp, target, workload, params, name, unit, tags),
+                      [(float(b[0]), int(b[1])) for b in json.loads(bins)])
+
+
+# One metrics row as the report's JSON object (note only when there is one), in SQL.
+METRIC_JSON = (
+    "CASE WHEN m.note = '' THEN json_object('name', m.name, 'value', m.value, 'unit', m.unit,"
+    " 'tags', json(m.tags)) ELSE json_object('name', m.name, 'value', m.value, 'unit', m.unit,"
+    " 'tags', json(m.tags), 'note', m.note) END")
+
+TotalsKey = tuple[int, str, str, str, str, str, str]
+
+
+def add_to_totals(db: sqlite3.Connection, key: TotalsKey,
+                  bins: list[tuple[float, int]]) -> None:
+    """Add one run's histogram to its case's total (experiment, target, workload,
+    params, name, unit, tags). save_run calls this for every finished, measured run."""
+    exp, target, workload, params, name, unit, tags = key
+    row = db.execute(
+        "SELECT runs, bins FROM histogram_totals WHERE experiment_id = ? AND target = ?"
+        " AND workload = ? AND params = ? AND name = ? AND tags = ?",
+        (exp, target, workload, params, name, tags)).fetchone()
+    counts: dict[float, int] = {}
+    runs = 1
+    if row is not None:
+        runs += int(row[0])
+        counts = {float(v): int(c) for v, c in json.loads(row[1])}
+    for value, count in bins:
+        counts[value] = counts.get(value, 0) + count
+    db.execute(
+        "INSERT OR REPLACE INTO histogram_totals (experiment_id, target, workload, params,"
+        " name, unit, tags, runs, bins) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (exp, target, workload, params, name, unit, tags, runs,
+         json.dumps(sorted(counts.items()))))
+
+
+# One writer per experiment (claims.py): who runs it now, and since when.
+V3 = """
+    CREATE TABLE claims (
+        experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id),
+        host TEXT NOT NULL,
+        boot_id TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_start INTEGER NOT NULL,
+        since REAL NOT NULL
+    );
+    """
+
+Migration = str | Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = [V1, _v2, V3]
+VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Bring the database at `path` to VERSION, one transaction per migration."""
+    try:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a volbench database: {exc}") from exc
+    if version > VERSION:
+        raise StoreError(f"{path} has schema {version}, newer than this volbench "
+                         f"({VERSION}); upgrade volbench to read it")
+    for number in range(version, VERSION):
+        step = MIGRATIONS[number]
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another volbench may have migrated it while this one waited for the lock
+            # (two runs starting on one new database at once).
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) > number:
+                db.commit()
+                continue
+            if isinstance(step, str):
+                for statement in step.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            else:
+                step(db)
+            db.execute(f"PRAGMA user_version = {number + 1}")
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise

@@ -1,0 +1,1 @@
+"""The operating system: processes, the journal, block devices, host facts."""

@@ -1,0 +1,1 @@
+"""Block devices, filesystems, mounts, cgroups and the storage stacks' tools."""

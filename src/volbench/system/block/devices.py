@@ -1,0 +1,187 @@
+"""Block devices volbench makes for itself: image files, loop devices, zram.
+
+Each create function journals the resource first (see journal.py) and records
+the command it ran in the caller's recipe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from volbench.core.errors import CommandFailed, ResourceError
+from volbench.system import proc
+from volbench.system.host.tools import require
+from volbench.system.journal import Entry, Scope, undoer
+from volbench.system.recipe import Recipe
+
+# Seconds to wait for a free loop device before giving up; this machine has only
+# eight and test suites share them (tests set VOLBENCH_LOOP_WAIT).
+LOOP_WAIT_ENV = "VOLBENCH_LOOP_WAIT"
+
+
+def create_image(scope: Scope, recipe: Recipe, path: Path, size: int,
+                 *, preallocate: bool = False) -> Path:
+    """A sparse (default) or fully allocated image file."""
+    scope.add("file", path=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if preallocate:
+        recipe.run(["fallocate", "-l", str(size), str(path)], timeout=600)
+    else:
+        recipe.run(["truncate", "-s", str(size), str(path)], timeout=60)
+    return path
+
+
+def journal_file(scope: Scope, path: Path) -> Entry:
+    """Journal a file about to be created, so teardown and `volbench cleanup` remove it."""
+    return scope.add("file", path=str(path))
+
+
+@undoer("file")
+def _undo_file(data: Mapping[str, Any]) -> None:
+    Path(data["path"]).unlink(missing_ok=True)
+
+
+def _loop_wait() -> float:
+    try:
+        return float(os.environ.get(LOOP_WAIT_ENV, "0"))
+    except ValueError:
+        return 0.0
+
+
+def attach_loop(scope: Scope, recipe: Recipe, image: Path, *, direct_io: bool = True) -> str:
+    """Attach `image` to a free loop device and check direct I/O really is on.
+
+    Without direct I/O the loop driver goes through the page cache of the file
+    underneath, and fio's direct=1 would measure RAM (MACHINE-NOTES).
+    """
+    require("losetup")
+    entry = scope.add("loop", backing=str(image.resolve()))
+    argv = ["losetup", "--find", "--show", f"--direct-io={'on' if direct_io else 'off'}",
+            str(image)]
+    deadline = time.monotonic() + _loop_wait()
+    while True:
+        try:
+            device = recipe.run(argv, timeout=60).stdout.strip()
+            break
+        except CommandFailed as exc:
+            if "free loop" not in exc.stderr or time.monotonic() >= deadline:
+                if "free loop" in exc.stderr:
+                    raise ResourceError(
+                        "no free loop device; detach unused ones (losetup -l, then "
+                        "losetup -d DEV, or `volbench cleanup` for volbench's own) "
+                        "or load the loop module with a larger max_loop") from exc
+                raise
+            time.sleep(1.0)
+    scope.update(entry, device=device)
+    if direct_io and loop_direct_io(device) is False:
+        raise ResourceError(
+            f"{device} fell back to buffered I/O: the filesystem holding {image} does not "
+            "support O_DIRECT (tmpfs?); put the images on a disk filesystem (set workdir)")
+    return device
+
+
+def loop_direct_io(device: str) -> bool | None:
+    path = Path("/sys/block") / Path(device).name / "loop" / "dio"
+    try:
+        return path.read_text().strip() == "1"
+    except OSError:
+        return None
+
+
+def loops_backed_by(backing: str) -> list[str]:
+    """Loop devices whose backing file is `backing` (read from losetup's JSON)."""
+    out = proc.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout
+    if not out.strip():
+        return []
+    devices = json.loads(out).get("loopdevices", [])
+    found = []
+    for dev in devices:
+        back = str(dev.get("back-file") or "")
+        # A deleted backing file shows as "/path (deleted)".
+        if back == backing or back.removesuffix(" (deleted)") == backing:
+            found.append(str(dev["name"]))
+    return found
+
+
+@undoer("loop")
+def _undo_loop(data: Mapping[str, Any]) -> None:
+    devices = set(loops_backed_by(data["backing"]))
+    for device in sorted(devices):
+        proc.run(["losetup", "--detach", device], timeout=60)
+
+
+def create_zram(scope: Scope, recipe: Recipe, size: int, algorithm: str | None) -> str:
+    """A new zram device (never an existing one: those may be someone's swap)."""
+    control = Path("/sys/class/zram-control/hot_add")
+    if not control.exists():
+        raise ResourceError("zram is not available: load it with `modprobe zram`")
+    entry = scope.add("zram")
+    index = control.read_text().strip()
+    scope.update(entry, index=int(index))
+    block = Path(f"/sys/block/zram{index}")
+    if algorithm:
+        recipe.write(block / "comp_algorithm", algorithm)
+    recipe.write(block / "disksize", str(size))
+    return f"/dev/zram{index}"
+
+
+@undoer("zram")
+def _undo_zram(data: Mapping[str, Any]) -> None:
+    if "index" not in data:
+        return
+    index = int(data["index"])
+    block = Path(f"/sys/block/zram{index}")
+    if block.exists():
+        (block / "reset").write_text("1")
+        Path("/sys/class/zram-control/hot_remove").write_text(str(index))
+
+
+def device_bytes(device: str) -> int | None:
+    """Size of a block device from sysfs (512-byte sectors), if it can be read."""
+    try:
+        sectors = Path(f"/sys/class/block/{Path(device).resolve().name}/size").read_text()
+    except (OSError, ValueError):
+        return None
+    return int(sectors) * 512 if sectors.strip().isdigit() else None
+
+
+def device_number(device: str) -> str:
+    """'MAJ:MIN' of a block device node, as cgroup files want it."""
+    st = os.stat(device)
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+
+def write_cache_modes(devices: list[str]) -> dict[str, str]:
+    """Each device's write cache as its kernel sees it ("write back" / "write through").
+
+    Recorded with every target: with "write back" each fsync is a flush the device (and,
+    under an LV or array, each of its members) must carry out, with "write through" the
+    kernel sends none, and fsync-heavy results (a database's commits) follow from that.
+    """
+    modes = {}
+    for device in devices:
+        name = os.path.basename(os.path.realpath(device))
+        path = Path("/sys/class/block") / name / "queue" / "write_cache"
+        if not path.exists():  # a partition: the queue is its disk's
+            path = Path("/sys/class/block") / name / ".." / "queue" / "write_cache"
+        try:
+            modes[device] = path.read_text().strip()
+        except OSError:
+            continue
+    return modes
+
+
+def topology(devices: list[str]) -> list[dict[str, Any]]:
+    """lsblk's JSON view of the devices (with their holders and children)."""
+    if not devices:
+        return []
+    out = proc.run(["lsblk", "--json", "-O", *devices], timeout=30, check=False).stdout
+    try:
+        return list(json.loads(out).get("blockdevices", []))
+    except json.JSONDecodeError:
+        return []

@@ -1,0 +1,1 @@
+"""Facts about this machine and its tools."""

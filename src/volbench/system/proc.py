@@ -1,0 +1,429 @@
+"""The one place that starts processes.
+
+Habits enforced here: argv lists only (never a shell); every call has a
+timeout; the exit code decides failure, never stderr; output goes to files (no
+pipe deadlocks, no size limit) and comes back decoded; each child leads its own
+process group so a timeout or Ctrl-C ends the whole tree; children get
+PR_SET_PDEATHSIG so that even a SIGKILLed volbench does not leave its direct
+children running; the children's resource usage (user/sys CPU) is collected
+with wait4 for the real/user/sys figures of macro jobs.
+
+Process groups and the parent-death signal do not reach a descendant that calls
+setsid() (fio's job workers, PostgreSQL's backends, daemons): during a run every
+child therefore joins the run's cgroup (see containment.py) before it execs, and
+carries a per-command tag in its environment; when a command is killed (timeout,
+interruption) or a server stopped, the members of the cgroup with its tag end too, and
+the run's teardown (or `volbench cleanup`) ends whatever is still in the cgroup.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import grp
+import itertools
+import os
+import pwd
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol
+
+from volbench.core.errors import CommandFailed, CommandTimeout
+from volbench.system import procfs
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+# Grace between SIGTERM and SIGKILL when ending a process group.
+KILL_GRACE = 5.0
+# Environment entry that marks every process one command starts (descendants inherit it).
+COMMAND_TAG = "VOLBENCH_COMMAND"
+_commands = itertools.count(1)
+# While a child is being started (> 0), a signal handler that would raise holds the
+# signal back instead (hold_signal); it is raised again once the child is recorded.
+_starting = 0
+_held: list[int] = []
+
+
+@dataclass(frozen=True)
+class _Containment:
+    cgroup: Path  # cgroup v1 directory every child joins unless it names its own
+    hierarchy: str  # the v1 controller that hierarchy is mounted for ("blkio")
+    relative: str  # its path inside that hierarchy, as /proc/PID/cgroup shows it
+
+
+_containment: _Containment | None = None
+
+
+def containment() -> Path | None:
+    """The cgroup children join by default now (None outside a contained run)."""
+    return _containment.cgroup if _containment is not None else None
+
+
+def set_containment(cgroup: Path | None, hierarchy: str = "", relative: str = "") -> None:
+    """Start (or, with None, stop) putting every child into `cgroup` (or a cgroup below
+    it). Process-wide on purpose: targets, services and daemons start processes deep in
+    their own code, and one of them left out would be one that can escape."""
+    global _containment
+    _containment = _Containment(cgroup, hierarchy, relative) if cgroup is not None else None
+
+
+class ProcessTracker(Protocol):
+    """Records started processes (the journal) so `volbench cleanup` can end them."""
+
+    def process_started(self, pid: int, argv: Sequence[str]) -> object: ...
+
+    def process_ended(self, token: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    started: float
+    ended: float
+    user_time: float
+    sys_time: float
+    timed_out: bool = False
+
+    @property
+    def elapsed(self) -> float:
+        return self.ended - self.started
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """How a command is shown in recipes and errors (copy-pasteable)."""
+    return shlex.join(argv)
+
+
+def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for children: C locale so tools print parseable numbers."""
+    env = dict(os.environ)
+    env["LC_ALL"] = "C"
+    env["LANG"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class _Identity:
+    user: int | None = None
+    group: int | None = None
+    extra_groups: list[int] | None = None
+
+
+def _identity(user: str | None) -> _Identity:
+    """uid, gid and supplementary groups to run as (the child switches in _preexec)."""
+    if user is None:
+        return _Identity()
+    entry = pwd.getpwnam(user)
+    groups = [g.gr_gid for g in grp.getgrall() if user in g.gr_mem]
+    return _Identity(entry.pw_uid, entry.pw_gid, groups)
+
+
+def _preexec(cgroup_procs: str | None, who: _Identity) -> Callable[[], None]:
+    # Runs in the child between fork and exec: only simple system calls, no Python-level
+    # locks. The cgroup is joined *before* dropping to another user (only root may move a
+    # process into a cgroup), which is why volbench switches user here and not through
+    # Popen's user= (CPython applies that before preexec_fn runs).
+    payload = b"0"  # writing 0 to cgroup.procs moves the writing process itself
+
+    def setup() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if cgroup_procs is not None:
+            fd = os.open(cgroup_procs, os.O_WRONLY)
+            try:
+                os.write(fd, payload)
+            finally:
+                os.close(fd)
+        if who.user is not None and who.group is not None:
+            os.setgroups(who.extra_groups or [])
+            os.setgid(who.group)
+            os.setuid(who.user)
+            # Dropping privileges clears the parent-death signal: set it again.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    return setup
+
+
+def _kill_group(pgid: int, reap: Callable[[], object] | None = None) -> None:
+    procfs.kill_group(pgid, KILL_GRACE, reap)
+
+
+def hold_signal(signum: int) -> bool:
+    """For a signal handler that raises (runner.signals_raise): True when a child is being
+    started right now and the signal was held back; it is raised again once the child
+    is recorded, where the code that ends it is ready.
+
+    Raised inside Popen (after the fork, before it returns), an interruption would leave
+    a child that no one waits for, kills or journals. A flag rather than a signal mask:
+    the mask is per thread, and another thread can take the signal."""
+    if _starting > 0:
+        _held.append(signum)
+        return True
+    return False
+
+
+class _Hold:
+    """Signals held back from creation until `release` (idempotent).
+
+    Only in the main thread: Python runs signal handlers there, so an interruption can
+    only land inside a Popen of the main thread (and the counter needs no lock)."""
+
+    def __init__(self) -> None:
+        global _starting
+        self.on = threading.current_thread() is threading.main_thread()
+        if self.on:
+            _starting += 1
+
+    def release(self) -> None:
+        global _starting
+        if not self.on:
+            return
+        self.on = False
+        _starting -= 1
+        if _starting == 0 and _held:
+            signum = _held[0]
+            _held.clear()
+            signal.raise_signal(signum)  # its handler runs now, inside the caller's try
+
+
+def _new_tag() -> str:
+    return f"{os.getpid()}.{next(_commands)}"
+
+
+def end_tagged(tag: str) -> list[int]:
+    """End what is left of one command: its descendants that left its process group
+    (setsid) but still carry its tag. Looked for in the run's cgroup only — everything
+    a run starts is in there; outside a contained run, among all processes."""
+    c = _containment
+    candidates = procfs.cgroup_pids(c.cgroup) if c is not None else list(procfs.pids())
+    entry = f"{COMMAND_TAG}={tag}"
+    mine = [(pid, st.start) for pid in candidates
+            if pid != os.getpid() and procfs.environ_has(pid, entry)
+            and (st := procfs.stat(pid)) is not None and not st.zombie]
+    return procfs.end_processes(mine, grace=1.0) if mine else []
+
+
+class _Waiter(threading.Thread):
+    """Blocks in wait4 so the main thread can wait with a timeout and stay interruptible."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.status: int | None = None
+        self.rusage: object = None
+
+    def run(self) -> None:
+        _, self.status, self.rusage = os.wait4(self.pid, 0)
+
+
+def _wait(popen: subprocess.Popen[bytes], timeout: float) -> tuple[int, float, float, bool]:
+    """Wait for the child: (returncode, user, sys, timed_out). Kills the group on any exception."""
+    waiter = _Waiter(popen.pid)
+    waiter.start()
+    timed_out = False
+    try:
+        waiter.join(timeout)
+        if waiter.is_alive():
+            timed_out = True
+            _kill_group(popen.pid)
+            waiter.join()
+    except BaseException:
+        _kill_group(popen.pid)
+        waiter.join()
+        raise
+    finally:
+        # Descendants that outlived the leader (daemonised helpers) are ours too.
+        if waiter.status is not None:
+            _kill_group_quietly(popen.pid)
+    assert waiter.status is not None
+    code = os.waitstatus_to_exitcode(waiter.status)
+    popen.returncode = code  # tell Popen the child is reaped
+    ru = waiter.rusage
+    return code, getattr(ru, "ru_utime", 0.0), getattr(ru, "ru_stime", 0.0), timed_out
+
+
+def _kill_group_quietly(pgid: int) -> None:
+    procfs.signal_group(pgid, signal.SIGKILL)
+
+
+def _contents(f: IO[bytes]) -> str:
+    f.seek(0)
+    return f.read().decode("utf-8", errors="replace")
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    user: str | None = None,
+    cgroup: Path | None = None,
+    input: str | None = None,
+    check: bool = True,
+    tracker: ProcessTracker | None = None,
+    hint: str = "",
+    keep_group: bool = False,
+) -> Completed:
+    """Run argv to completion.
+
+    With `check` (the default) a non-zero exit raises CommandFailed and a timeout
+    CommandTimeout; without it the caller inspects `returncode` and `timed_out`.
+
+    `cgroup` is a cgroup directory the child joins before exec (blkio throttling).
+    `keep_group=True` leaves descendants running after the leader exits: only for
+    commands that start daemons on purpose (pg_ctl start), which must be tracked separately.
+    """
+    argv = [str(a) for a in argv]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as stdin:
+        if input is not None:
+            stdin.write(input.encode())
+            stdin.seek(0)
+        started = time.time()
+        tag = _new_tag()
+        hold = _Hold()
+        try:
+            popen = subprocess.Popen(
+                argv, stdin=stdin, stdout=out, stderr=err, cwd=cwd,
+                env=base_env({**(env or {}), COMMAND_TAG: tag}), start_new_session=True,
+                preexec_fn=_preexec(_procs_file(cgroup), _identity(user)),
+            )
+        except BaseException:
+            hold.release()
+            raise
+        token: object = None
+        killed = True
+        try:
+            token = tracker.process_started(popen.pid, argv) if tracker else None
+            # An interruption held back while starting arrives here, with the child
+            # recorded and inside this try, which ends it.
+            hold.release()
+            if keep_group:
+                code, utime, stime, timed_out = _wait_leader_only(popen, timeout)
+            else:
+                code, utime, stime, timed_out = _wait(popen, timeout)
+            killed = timed_out
+        except BaseException:
+            hold.release()
+            _kill_group(popen.pid, popen.poll)
+            raise
+        finally:
+            # A killed command's setsid'd descendants (fio's workers) would run on: end
+            # them now. After a normal exit, what a tool left on purpose (dmeventd after
+            # lvcreate) stays until the run's teardown empties the run's cgroup.
+            if killed and not keep_group:
+                end_tagged(tag)
+            if tracker is not None and not keep_group:
+                tracker.process_ended(token)
+        ended = time.time()
+        result = Completed(tuple(argv), code, _contents(out), _contents(err), started, ended,
+                           utime, stime, timed_out)
+    if timed_out and check:
+        raise CommandTimeout(argv, timeout, result.stderr)
+    if check and code != 0:
+        raise CommandFailed(argv, code, result.stderr or result.stdout, hint)
+    return result
+
+
+def _procs_file(cgroup: Path | None) -> str | None:
+    """The cgroup.procs file a child writes itself into: its own cgroup (a throttled
+    disk class, itself inside the run's cgroup) or else the run's."""
+    where = cgroup if cgroup is not None else containment()
+    return str(where / "cgroup.procs") if where is not None else None
+
+
+def _wait_leader_only(popen: subprocess.Popen[bytes], timeout: float
+                      ) -> tuple[int, float, float, bool]:
+    try:
+        code = popen.wait(timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(popen.pid)
+        popen.wait()
+        return popen.returncode, 0.0, 0.0, True
+    except BaseException:
+        _kill_group(popen.pid)
+        raise
+    return code, 0.0, 0.0, False
+
+
+@dataclass
+class Background:
+    """A long-running child (a server) that the caller stops explicitly."""
+
+    argv: tuple[str, ...]
+    popen: subprocess.Popen[bytes]
+    log: Path
+    tracker: ProcessTracker | None
+    token: object
+    tag: str = ""
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def output(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self) -> int:
+        """End the whole process group; returns the exit code."""
+        if self.popen.poll() is None:
+            _kill_group(self.popen.pid, self.popen.poll)
+        code = self.popen.wait()
+        _kill_group_quietly(self.popen.pid)
+        if self.tag:
+            end_tagged(self.tag)
+        if self.tracker is not None:
+            self.tracker.process_ended(self.token)
+        return code
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    log: Path,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    user: str | None = None,
+    cgroup: Path | None = None,
+    tracker: ProcessTracker | None = None,
+) -> Background:
+    """Start a server in the background with stdout+stderr appended to `log`."""
+    argv = [str(a) for a in argv]
+    tag = _new_tag()
+    hold = _Hold()
+    try:
+        with open(log, "ab") as logf:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                cwd=cwd, env=base_env({**(env or {}), COMMAND_TAG: tag}),
+                start_new_session=True, preexec_fn=_preexec(_procs_file(cgroup), _identity(user)),
+            )
+    except BaseException:
+        hold.release()
+        raise
+    background = Background(tuple(argv), popen, log, tracker, None, tag)
+    try:
+        background.token = tracker.process_started(popen.pid, argv) if tracker else None
+        hold.release()
+    except BaseException:
+        hold.release()
+        background.stop()
+        raise
+    return background

@@ -1,0 +1,163 @@
+"""The command line: every command has help, bad input gives one clear line, contracts hold."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import DATA
+from volbench.cli.main import main, parser
+from volbench.store.db import Store
+
+
+def commands() -> list[str]:
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    return sorted(sub.choices)  # type: ignore[arg-type]
+
+
+def test_the_contract_commands_exist() -> None:
+    assert {"run", "plan", "report", "import", "cleanup", "doctor"} <= set(commands())
+
+
+@pytest.mark.parametrize("command", commands())
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: volbench {command}")
+    assert len(out.splitlines()) > 3
+
+
+def test_report_without_a_database_says_what_to_do(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--db", str(tmp_path / "none.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"volbench: no results database at {tmp_path / 'none.db'}; run an "
+                           "experiment first (volbench run) or point --db at one")
+
+
+def test_a_broken_experiment_exits_1_listing_every_problem(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets: [{name: a, type: loopdsk}]\nworkloads: [{name: w, tool: fio, "
+                   "iodeth: 4}]\n")
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"volbench: {bad}: 2 problem(s)",
+                   "  targets[0].type: unknown target type 'loopdsk' (did you mean 'loopdisk'?)",
+                   "  workloads[0].iodeth: unknown field (did you mean 'iodepth'?)"]
+
+
+def test_plan_prints_runs_commands_and_duration(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, rw: [read, write], runtime: 5s}]\n"
+                   "repeat: 2\n")
+    assert main(["plan", str(exp)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("experiment p: 1 target(s), 2 case(s), 4 run(s), order interleaved")
+    assert out[1].startswith("estimated duration: ")
+    runs = [line for line in out if line.strip()[:1].isdigit()]
+    assert len(runs) == 4
+    assert "--rw=read" in runs[0] and "--rw=write" in runs[1] and " r2 " in runs[2]
+
+
+def test_plan_shows_a_path_outside_the_target_as_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, options: {filename: /dev/loop0}}]\n"
+                   "repeat: 1\n")
+    assert main(["plan", str(exp)]) == 0
+    out = capsys.readouterr().out
+    assert "   1   r1 d                (cannot run: fio workload w on target d: 1 problem(s))" \
+        in out
+    assert ("warning: this plan cannot run here yet: p: 1 problem(s)\n  workloads[0].options"
+            ".filename: '/dev/loop0': is outside the target") in out
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`volbench plan FILE | head`: the pipe closes while plan still writes."""
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: p\ntargets: [{name: d, type: directory, path: " + str(tmp_path) +
+                   "}]\nworkloads: [{name: w, tool: fio, rw: [read, write], runtime: 1s}]\n"
+                   "repeat: 500\n")  # 1000 runs: far more than a pipe buffer holds
+    child = subprocess.Popen([sys.executable, "-m", "volbench.cli.main", "plan", str(exp)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.readline().startswith(b"experiment p:")
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 1
+    assert err == ""
+
+
+def test_import_fio_outputs_of_several_versions(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.db"
+    files = [DATA / "fio/3.33/randread-4k-qd16.json",
+             DATA / "fio/3.33/randread-4k-qd16-jsonplus.json"]
+    assert main(["import", "--tool", "fio", "--target", "old-box", "--db", str(db),
+                 *map(str, files)]) == 0
+    assert "imported 2 run(s) of fio as target old-box" in capsys.readouterr().out
+    assert main(["import", "--tool", "fio", "--target", "older", "--db", str(db),
+                 str(DATA / "fio/2.17/pkb-randread-randwrite-16k-groups.json")]) == 0
+    capsys.readouterr()
+    assert main(["report", "--db", str(db), "--format", "json", "--experiment", "all"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    runs = report["runs"]
+    assert [r["target"] for r in runs] == ["old-box", "old-box", "older"]
+    assert runs[0]["params"] == {"bs": "4k", "direct": 1, "iodepth": 16, "ioengine": "libaio",
+                                 "rw": "randread", "runtime": 2.0, "size": "128M"}
+    iops = [m for m in runs[0]["metrics"] if m["name"] == "iops"]
+    raw = json.loads(files[0].read_text())["jobs"][0]["read"]["iops"]
+    assert iops == [{"name": "iops", "value": raw, "unit": "op/s", "tags": {"op": "read"}}]
+
+
+def test_import_of_something_else_names_the_file(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "notes.txt"
+    shutil.copy(DATA / "dd/coreutils-9.1/read-256m-direct.stderr", bogus)
+    assert main(["import", "--tool", "fio", "--target", "x", "--db", str(tmp_path / "d.db"),
+                 str(bogus)]) == 1
+    err = capsys.readouterr().err
+    assert str(bogus) in err and "is this fio output?" in err
+    with Store(tmp_path / "d.db") as store:  # all or nothing: no experiment was stored
+        assert store.experiments() == []
+
+
+def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for name in ("root", "loop devices", "blkio throttling", "device-mapper", "KVM", "tool fio"):
+        assert any(line[4:].startswith(name) for line in out.splitlines()), name
+
+
+def test_a_run_with_failed_runs_says_how_to_run_them_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    space = tmp_path / "space"
+    space.mkdir()
+    exp = tmp_path / "e.yaml"
+    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
+                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
+                   " runtime: 1s, direct: false, options: {rw: no-such-mode}}]\nrepeat: 1\n")
+    db = tmp_path / "r.db"
+    assert main(["run", str(exp), "--db", str(db), "--quiet"]) != 0
+    assert "1 failed; results in" in capsys.readouterr().out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "no runs, 1 already done" in out and "--retry-failed" not in out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--retry-failed"]) != 0
+    out = capsys.readouterr().out
+    assert "1 failed; results in" in out
+    assert out.rstrip().endswith("failed runs can be run again (once the cause is fixed) with "
+                                 "--retry-failed")
