@@ -130,6 +130,25 @@ def test_a_report_skips_a_stored_infinite_value_naming_the_run(
     assert len(iops_rows) == 1 and " 1 " in iops_rows[0]  # one run of two left
 
 
+def test_the_json_report_stays_strict_json_with_a_stored_infinite_value(
+        results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    con = sqlite3.connect(results)
+    with con:  # as Python's json wrote it into databases before imports refused it
+        con.execute("UPDATE metrics_json SET metrics = replace(metrics, ?, ?) WHERE run_id = 1",
+                    ('"name":"iops","value":', '"name":"iops","value":Infinity,"was":'))
+        stored = con.execute("SELECT metrics FROM metrics_json WHERE run_id = 1").fetchone()[0]
+    con.close()
+    assert "Infinity" in stored
+    assert main(["report", "--db", str(results), "--format", "json"]) == 0
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"not strict JSON: {token}")
+
+    doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    iops = [m for m in doc["runs"][0]["metrics"] if m["name"] == "iops"]
+    assert iops and all(m["value"] is None for m in iops)
+
+
 # -- report never modifies the database -----------------------------------------------------
 
 def fingerprint(path: Path) -> tuple[bytes, int]:

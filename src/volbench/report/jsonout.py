@@ -10,6 +10,7 @@ candidate / baseline.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import fields, is_dataclass
 from typing import Any
 
@@ -98,17 +99,40 @@ def _run_checks(report: Report, index: int) -> dict[str, Any]:
     return out
 
 
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinity (nested) as None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def strict_json(text: str) -> str:
+    """A run's JSON with NaN/Infinity as null, so strict parsers can read the report.
+
+    Python wrote them into older databases (imports refuse them now); the report leaves
+    such values out of every figure and warns, and the export must stay valid JSON. Only
+    a text that may hold one is parsed again."""
+    if "Infinity" not in text and "NaN" not in text:
+        return text
+    return json.dumps(_finite(json.loads(text)), separators=(",", ":"), default=str)
+
+
 def runs_pieces(report: Report) -> list[str]:
     """The "runs" array as text pieces (joined once by the caller: on 100 000 runs each
     copy of the ~350 MB text costs a noticeable fraction of a second). From the report's
     export stream when there is one (complete, and fast on large databases), else from
     the runs in memory."""
     if report.export is None:
-        return [json.dumps([_run_json(report, i) for i in range(len(report.runs))],
-                           separators=(",", ":"), default=str)]
+        return [strict_json(json.dumps([_run_json(report, i) for i in range(len(report.runs))],
+                                       separators=(",", ":"), default=str))]
     flagged = set(report.io_checks) | set(report.stalls)
     parts = ["["]
-    for index, text in enumerate(report.export.runs_json()):
+    for index, stored in enumerate(report.export.runs_json()):
+        text = strict_json(stored)
         if index:
             parts.append(",")
         extra = _run_checks(report, index) if index in flagged else None
