@@ -37,6 +37,23 @@ from volbench.system.block import space
 SCHEMA_VERSION = schema.VERSION
 
 
+def _wal(db: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Switch to WAL, waiting for another volbench opening the same new database.
+
+    SQLite answers "database is locked" at once, without its busy handler, when two
+    connections change the journal mode together (seen: two experiments started at once
+    in one new database), so the wait is done here."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class Store:
     def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
         """`read_only`: never write to the file (reports); implies not creating it."""
@@ -55,7 +72,7 @@ class Store:
             self.db.execute("PRAGMA foreign_keys = ON")
             # WAL + NORMAL: a committed run survives a crash or kill of volbench (the case
             # that matters); only a power loss may drop the last commits.
-            self.db.execute("PRAGMA journal_mode = WAL")
+            _wal(self.db)
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self.db.close()
