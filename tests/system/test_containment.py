@@ -126,10 +126,16 @@ def test_cleanup_ends_a_setsid_worker_of_a_sigkilled_volbench(tmp_path: Path) ->
     assert journal.read_leftovers() == []  # its owner is alive: not left behind yet
     run = next(cgroups.BLKIO.glob(f"volbench-{child.pid}-run*"))
     deadline = time.monotonic() + 10
-    while not (workers := [(p, procfs.start_ticks(p)) for p in procfs.cgroup_pids(run)
-                           if b"303" in b" ".join(procfs.cmdline(p) or [])]):
+    # The worker is the `sh` and its `sleep`; `setsid --fork`'s own parent exits at once
+    # (CI once caught it still alive and then counted its exit as the worker's death).
+    while not any((procfs.cmdline(p) or [b""])[0] == b"sleep"
+                  for p in procfs.cgroup_pids(run)):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    workers = [(p, procfs.start_ticks(p)) for p in procfs.cgroup_pids(run)
+               if (cmd := procfs.cmdline(p) or [b""])[0] in (b"sh", b"sleep")
+               and b"303" in b" ".join(cmd)]
+    assert workers
     child.kill()
     child.wait()
     time.sleep(0.5)
