@@ -1,8 +1,8 @@
 """HTML: one self-contained page (inline CSS, SVG and a few lines of JS) that works offline.
 
-Order: verdicts up front, then warnings and the "% of baseline" table, then per
-workload its charts, summary, merged latency percentiles and per-run values, then
-the list of runs, the environment and each target's recipe.
+The order is the outline's (report/outline.py), as in every format; the per-workload
+sections (charts, summary, load curves, latency percentiles, per-run values) are
+grouped under each workload's heading.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from volbench import __version__
 from volbench.report import charts, curveview
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
+from volbench.report.outline import OUTLINE, walk
 from volbench.report.table import (
     Table,
     environment_rows,
@@ -81,35 +82,25 @@ def render_table(table: Table, table_id: str, *, filter_box: bool = False) -> st
 
 
 class HtmlExporter:
+    """Every section of the outline (report/outline.py); the per-workload ones grouped
+    under each workload's heading, with its charts."""
+
     name = "html"
     extension = "html"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        ids = _Ids()
+        page = _Page(report)
         names = ", ".join(dict.fromkeys(e.name for e in report.experiments)) or "volbench"
+        sections = walk(page, report, options, grouping=page)
         body = [
             f"<header><h1>{esc(names)}</h1>",
             f'<p class="facts">{esc(self._facts(report))}</p></header>',
-            self._nav(report),
-        ]
-        body += self._verdicts(report, options, ids)
-        body += self._warnings(report)
-        percent = percent_table(report, options.metrics)
-        if percent.rows:
-            body += [
-                f'<section id="percent"><h2>{esc(percent.title)}</h2>',
-                render_table(percent, ids("percent-table")),
-                "</section>",
-            ]
-        for workload in report.workloads():
-            body += self._workload(report, workload, options, ids)
-        body += self._runs(report, options, ids)
-        body += self._environment(report, ids)
-        body.append(
+            page.nav(report),
+            *sections,
             f"<footer>volbench {esc(__version__)} · self-contained report: no network "
             "needed · values in tables are rounded; JSON/CSV exports keep base units"
-            "</footer>"
-        )
+            "</footer>",
+        ]
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -127,17 +118,42 @@ class HtmlExporter:
         facts.append(runs_note(report))
         return " · ".join(facts)
 
-    @staticmethod
-    def _nav(report: Report) -> str:
-        links = [("verdicts", "Verdicts"), ("warnings", "Warnings")]
-        links += [(f"workload-{_anchor(w)}", f"Workload {w}") for w in report.workloads()]
-        links += [("runs", "Runs"), ("environment", "Environment")]
+
+class _Page:
+    """One page being rendered: its element ids, and which sections it has (for the
+    navigation bar, which follows the outline)."""
+
+    def __init__(self, report: Report) -> None:
+        self.ids = _Ids()
+        self.shown: set[str] = set()
+
+    def nav(self, report: Report) -> str:
+        links: list[tuple[str, str]] = []
+        for part in OUTLINE:
+            if part.per_workload:
+                if not any(a.startswith("workload-") for a, _ in links):
+                    links += [(f"workload-{_anchor(w)}", f"Workload {w}")
+                              for w in report.workloads()]
+            elif part.key in self.shown:
+                links.append((part.key, part.title))
         return "<nav>" + "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in links) + "</nav>"
 
-    @staticmethod
-    def _verdicts(report: Report, options: ReportOptions, ids: _Ids) -> list[str]:
+    def _section(self, key: str, title: str, inner: list[str]) -> list[str]:
+        self.shown.add(key)
+        return [f'<section id="{key}"><h2>{esc(title)}</h2>', *inner, "</section>"]
+
+    # -- the grouping of per-workload sections -------------------------------------------
+    def workload_open(self, report: Report, workload: str) -> list[str]:
+        return [f'<section id="{self.ids("workload-" + workload)}">'
+                f"<h2>Workload {esc(workload)}</h2>"]
+
+    def workload_close(self, report: Report, workload: str) -> list[str]:
+        return ["</section>"]
+
+    # -- sections, in the outline's order ---------------------------------------------
+    def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         table = verdict_table(report, options.metrics)
-        out = [f'<section id="verdicts"><h2>{esc(table.title)}</h2>']
+        out: list[str] = []
         if table.rows:
             out.append(
                 "<p>Ratio = candidate / baseline (geometric means), 95 % interval; "
@@ -147,8 +163,9 @@ class HtmlExporter:
             headlines = headline_table(report, options.metrics)
             if headlines is not None:
                 out += [f"<h3>{esc(headlines.title)}</h3>",
-                        render_table(headlines, ids("headline-table")), "<h3>All metrics</h3>"]
-            out.append(render_table(table, ids("verdict-table"), filter_box=True))
+                        render_table(headlines, self.ids("headline-table")),
+                        "<h3>All metrics</h3>"]
+            out.append(render_table(table, self.ids("verdict-table"), filter_box=True))
         else:
             out.append(
                 "<p>No comparisons: a comparison needs the baseline and another target "
@@ -157,69 +174,77 @@ class HtmlExporter:
         if report.time_lines:  # bursts and warm-ups: what the verdicts compare (timeline.py)
             out.append('<ul class="time">' + "".join(
                 f"<li>time: {esc(t.text)}</li>" for t in report.time_lines) + "</ul>")
-        return [*out, "</section>"]
+        return self._section("verdicts", table.title, out)
 
-    @staticmethod
-    def _warnings(report: Report) -> list[str]:
-        out = [f'<section id="warnings"><h2>Warnings ({len(report.warnings)})</h2>']
+    def warnings(self, report: Report, options: ReportOptions) -> list[str]:
+        title = f"Warnings ({len(report.warnings)})"
         if not report.warnings:
-            return [
-                *out,
+            return self._section("warnings", title, [
                 "<p>None: no failed runs, outliers, drift, stalls or cache effects "
-                "found.</p></section>",
-            ]
-        out.append('<ul class="warnings">')
-        out += [
-            f'<li><span class="kind">{esc(w.kind)}</span> {esc(w.message)}</li>'
-            for w in report.warnings
-        ]
-        return [*out, "</ul></section>"]
+                "found.</p>"])
+        items = [f'<li><span class="kind">{esc(w.kind)}</span> {esc(w.message)}</li>'
+                 for w in report.warnings]
+        return self._section("warnings", title, ['<ul class="warnings">', *items, "</ul>"])
 
-    @staticmethod
-    def _workload(report: Report, workload: str, options: ReportOptions, ids: _Ids) -> list[str]:
-        out = [f'<section id="{ids("workload-" + workload)}"><h2>Workload {esc(workload)}</h2>']
+    def percent(self, report: Report, options: ReportOptions) -> list[str]:
+        percent = percent_table(report, options.metrics)
+        if not percent.rows:
+            return []
+        return self._section("percent", percent.title,
+                             [render_table(percent, self.ids("percent-table"))])
+
+    def charts(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        assert workload is not None
         figures = [
             *charts.curve_charts(report, workload),
             *charts.bar_charts(report, workload),
             *charts.percentile_charts(report, workload, options.max_series_charts),
             *charts.series_charts(report, workload, options),
         ]
-        if figures:
-            out.append('<div class="charts">')
-            out += [
-                f'<figure id="{ids("chart-" + c.slug)}" data-kind="{c.kind}">{c.svg}</figure>'
-                for c in figures
-            ]
-            out.append("</div>")
-        summary = summary_table(report, options.metrics, workload)
-        if summary.rows:
-            out += [
-                "<h3>Summary</h3>",
-                render_table(
-                    summary, ids(f"summary-{workload}"), filter_box=len(summary.rows) > 20
-                ),
-            ]
-        for curve in curveview.curve_tables(report, workload):
-            out += [f"<h3>{esc(curve.title)}</h3>", render_table(curve, ids("curve-table"))]
-        pct = percentile_table(report, workload)
-        if pct.rows:
-            out += [f"<h3>{esc(pct.title)}</h3>", render_table(pct, ids(f"pct-{workload}"))]
-        per_run = per_run_tables(report, options.metrics, workload)
-        if per_run:
-            out.append(
-                "<details><summary>Per-run values (in run order; * marks an outlier, "
-                "kept in every statistic)</summary>"
-            )
-            for table in per_run:
-                out += [f"<h3>{esc(table.title)}</h3>", render_table(table, ids("per-run"))]
-            out.append("</details>")
-        return [*out, "</section>"]
+        if not figures:
+            return []
+        return ['<div class="charts">', *(
+            f'<figure id="{self.ids("chart-" + c.slug)}" data-kind="{c.kind}">{c.svg}</figure>'
+            for c in figures), "</div>"]
 
-    @staticmethod
-    def _runs(report: Report, options: ReportOptions, ids: _Ids) -> list[str]:
+    def summary(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        summary = summary_table(report, options.metrics, workload)
+        if not summary.rows:
+            return []
+        return ["<h3>Summary</h3>", render_table(
+            summary, self.ids(f"summary-{workload}"), filter_box=len(summary.rows) > 20)]
+
+    def curves(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        assert workload is not None
+        out: list[str] = []
+        for curve in curveview.curve_tables(report, workload):
+            out += [f"<h3>{esc(curve.title)}</h3>", render_table(curve, self.ids("curve-table"))]
+        return out
+
+    def percentiles(self, report: Report, options: ReportOptions, workload: str | None
+                    ) -> list[str]:
+        pct = percentile_table(report, workload)
+        if not pct.rows:
+            return []
+        return [f"<h3>{esc(pct.title)}</h3>", render_table(pct, self.ids(f"pct-{workload}"))]
+
+    def per_run(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        per_run = per_run_tables(report, options.metrics, workload)
+        if not per_run:
+            return []
+        out = ["<details><summary>Per-run values (in run order; * marks an outlier, "
+               "kept in every statistic)</summary>"]
+        for table in per_run:
+            out += [f"<h3>{esc(table.title)}</h3>", render_table(table, self.ids("per-run"))]
+        return [*out, "</details>"]
+
+    def runs(self, report: Report, options: ReportOptions) -> list[str]:
         table = runs_table(report, options.max_listed_runs)
         out = [
-            '<section id="runs"><h2>Runs</h2>',
             "<p>disk I/O: bytes the target's devices read (r) and wrote (w) as a share of "
             "what the workload reported; far below 100 % means a cache answered.</p>",
         ]
@@ -229,25 +254,20 @@ class HtmlExporter:
                 f"<p>{hidden} more finished runs are not listed here; the CSV and JSON "
                 "exports carry every run.</p>"
             )
-        out.append(render_table(table, ids("runs-table"), filter_box=True))
-        return [*out, "</section>"]
+        out.append(render_table(table, self.ids("runs-table"), filter_box=True))
+        return self._section("runs", "Runs", out)
 
-    @staticmethod
-    def _environment(report: Report, ids: _Ids) -> list[str]:
-        out = ['<section id="environment"><h2>Environment</h2>']
+    def environment(self, report: Report, options: ReportOptions) -> list[str]:
+        out: list[str] = []
         rows = environment_rows(report.environment)
         if rows:
-            out.append(
-                render_table(
-                    Table("Environment", ("field", "value"), tuple(rows)), ids("environment-table")
-                )
-            )
+            table = Table("Environment", ("field", "value"), tuple(rows))
+            out.append(render_table(table, self.ids("environment-table")))
         for t in report.targets:
             status = f"{t.type}, {t.status}" + (f": {t.error}" if t.error else "")
-            out.append(
-                f'<h3 id="{ids("target-" + t.name)}">Target {esc(t.name)} ({esc(status)})</h3>'
-            )
+            anchor = self.ids("target-" + t.name)
+            out.append(f'<h3 id="{anchor}">Target {esc(t.name)} ({esc(status)})</h3>')
             steps = t.info.get("recipe", [])
             if steps:
                 out.append("<pre>" + esc("\n".join(str(s) for s in steps)) + "</pre>")
-        return [*out, "</section>"]
+        return self._section("environment", "Environment", out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
+from volbench.report.outline import walk
 from volbench.report.table import (
     Table,
     environment_rows,
@@ -37,6 +38,9 @@ def _section(title: str, table: Table, level: str = "##") -> list[str]:
 
 
 class MarkdownExporter:
+    """Every section of the outline (report/outline.py), flat: one table per section
+    across all workloads."""
+
     name = "markdown"
     extension = "md"
 
@@ -47,6 +51,11 @@ class MarkdownExporter:
         if report.baseline and len(report.target_order()) > 1:
             facts = [f"baseline **{report.baseline}**", threshold_note(report), *facts]
         parts = [f"# {names}", "", "; ".join(facts) + ".", ""]
+        return "\n".join(parts + walk(self, report, options))
+
+    # -- sections, in the outline's order ---------------------------------------------
+    def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
+        parts: list[str] = []
         headlines = headline_table(report, options.metrics)
         if headlines is not None:
             parts += _section(headlines.title, headlines)
@@ -54,25 +63,56 @@ class MarkdownExporter:
         parts += _section(verdicts.title, verdicts)
         if report.time_lines:  # bursts and warm-ups: what the verdicts compare
             parts += [f"- time: {_escape(t.text)}" for t in report.time_lines] + [""]
-        if report.warnings:
-            parts += ["## Warnings", ""] + [f"- {_escape(w.message)}" for w in report.warnings]
-            parts.append("")
+        return parts
+
+    def warnings(self, report: Report, options: ReportOptions) -> list[str]:
+        if not report.warnings:
+            return []
+        return ["## Warnings", "", *(f"- {_escape(w.message)}" for w in report.warnings), ""]
+
+    def percent(self, report: Report, options: ReportOptions) -> list[str]:
         percent = percent_table(report, options.metrics)
-        parts += _section(percent.title, percent)
-        summary = summary_table(report, options.metrics)
-        parts += _section("Summary", summary) if summary.rows \
+        return _section(percent.title, percent)
+
+    def charts(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        return []  # charts are files of their own here (`report --charts DIR`)
+
+    def summary(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        summary = summary_table(report, options.metrics, workload)
+        return _section("Summary", summary) if summary.rows \
             else ["## Summary", "", "No finished runs.", ""]
-        parts += _section(percentile_table(report).title, percentile_table(report))
-        for workload in report.workloads():
-            for curve in curve_tables(report, workload):
+
+    def curves(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        parts: list[str] = []
+        for name in [workload] if workload else report.workloads():
+            for curve in curve_tables(report, name):
                 parts += _section(curve.title, curve, "###")
-        per_run = per_run_tables(report, options.metrics)
-        if per_run:
-            parts += ["## Per-run values", "", "Runs in the order they ran; * marks an outlier "
-                      "(MAD rule), kept in every statistic.", ""]
-            for table in per_run:
-                parts += _section(table.title, table, "###")
-        parts += _section("Runs", runs_table(report))
+        return parts
+
+    def percentiles(self, report: Report, options: ReportOptions, workload: str | None
+                    ) -> list[str]:
+        table = percentile_table(report, workload)
+        return _section(table.title, table)
+
+    def per_run(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        per_run = per_run_tables(report, options.metrics, workload)
+        if not per_run:
+            return []
+        parts = ["## Per-run values", "", "Runs in the order they ran; * marks an outlier "
+                 "(MAD rule), kept in every statistic.", ""]
+        for table in per_run:
+            parts += _section(table.title, table, "###")
+        return parts
+
+    def runs(self, report: Report, options: ReportOptions) -> list[str]:
+        return _section("Runs", runs_table(report))
+
+    def environment(self, report: Report, options: ReportOptions) -> list[str]:
+        parts: list[str] = []
         env = environment_rows(report.environment)
         if env:
             parts += ["## Environment", ""] + [f"- {k}: {_escape(v)}" for k, v in env] + [""]
@@ -80,4 +120,4 @@ class MarkdownExporter:
             steps = t.info.get("recipe", [])
             if steps:
                 parts += [f"### Recipe: {t.name}", "", "```sh", *steps, "```", ""]
-        return "\n".join(parts)
+        return parts

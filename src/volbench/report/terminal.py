@@ -5,6 +5,7 @@ from __future__ import annotations
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
+from volbench.report.outline import walk
 from volbench.report.table import (
     Table,
     headline_table,
@@ -41,24 +42,62 @@ def header_lines(report: Report) -> list[str]:
 
 
 class TerminalExporter:
+    """The outline's brief sections (report/outline.py), flat."""
+
     name = "table"
     extension = "txt"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        parts = header_lines(report)
+        return "\n".join(header_lines(report) + walk(self, report, options, brief=True)) + "\n"
+
+    # -- sections, in the outline's order (the brief ones) ----------------------------
+    def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
+        parts: list[str] = []
         headlines = headline_table(report, options.metrics)
         if headlines is not None:
             parts += ["", headlines.title, render_table(headlines)]
         verdicts = verdict_table(report, options.metrics)
         if verdicts.rows:
             parts += ["", verdicts.title, render_table(verdicts)]
-        parts += [f"time: {t.text}" for t in report.time_lines]
-        if report.warnings:
-            parts += ["", "Warnings"] + [f"- {w.message}" for w in report.warnings]
-        table = summary_table(report, options.metrics)
-        parts += ["", "Summary", render_table(table) if table.rows
-                  else "no finished runs to summarise"]
-        for workload in report.workloads():
-            for curve in curve_tables(report, workload):
+        return parts + [f"time: {t.text}" for t in report.time_lines]
+
+    def warnings(self, report: Report, options: ReportOptions) -> list[str]:
+        if not report.warnings:
+            return []
+        return ["", "Warnings", *(f"- {w.message}" for w in report.warnings)]
+
+    def summary(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        table = summary_table(report, options.metrics, workload)
+        return ["", "Summary", render_table(table) if table.rows
+                else "no finished runs to summarise"]
+
+    def curves(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        parts: list[str] = []
+        for name in [workload] if workload else report.workloads():
+            for curve in curve_tables(report, name):
                 parts += ["", curve.title, render_table(curve)]
-        return "\n".join(parts) + "\n"
+        return parts
+
+    # Sections the terminal leaves to the report files (not brief): nothing here.
+    def percent(self, report: Report, options: ReportOptions) -> list[str]:
+        return []
+
+    def charts(self, report: Report, options: ReportOptions, workload: str | None
+               ) -> list[str]:
+        return []
+
+    def percentiles(self, report: Report, options: ReportOptions, workload: str | None
+                    ) -> list[str]:
+        return []
+
+    def per_run(self, report: Report, options: ReportOptions, workload: str | None
+                ) -> list[str]:
+        return []
+
+    def runs(self, report: Report, options: ReportOptions) -> list[str]:
+        return []
+
+    def environment(self, report: Report, options: ReportOptions) -> list[str]:
+        return []
