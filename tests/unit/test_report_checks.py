@@ -338,3 +338,17 @@ def test_a_wild_run_among_three_is_not_an_outlier_by_the_fixed_35_rule(tmp_path:
     rep = load(make_db(tmp_path / "x.db", [make_run("a", {"iops": v}, i + 1, started=i * 10.0)
                                           for i, v in enumerate([100.0, 103.0, 130.0])]))
     assert not any(w.kind == "outlier" for w in rep.warnings)
+
+
+def test_a_failed_run_retried_ok_is_no_longer_reported_as_missing(tmp_path: Path) -> None:
+    runs = [make_run("a", {"iops": 100.0}, rep, started=rep * 10.0) for rep in (1, 2)]
+    runs.append(make_run("a", {}, 3, started=30.0, status=Status.FAILED, error="exit code 1"))
+    runs.append(make_run("a", {}, 4, started=40.0, status=Status.FAILED, error="exit code 2"))
+    # `run --retry-failed` ran repetition 3 again, and it finished OK this time.
+    runs.append(make_run("a", {"iops": 101.0}, 3, started=90.0))
+    rep = load(make_db(tmp_path / "x.db", runs))
+    kinds = {w.kind: w.message for w in rep.warnings}
+    assert kinds["failed-runs"].startswith("1 run(s) did not finish OK")
+    assert "rep 4" in kinds["failed-runs"] and "rep 3" not in kinds["failed-runs"]
+    assert kinds["retried-runs"].startswith("1 failed run(s) were run again")
+    assert next(s for s in rep.summaries if s.metric == "iops").summary.n == 3

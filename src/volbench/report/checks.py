@@ -91,7 +91,26 @@ def failures(runs: Sequence[RunResult], targets: Sequence[TargetRow]) -> list[Re
                     target=t.name,
                 )
             )
-    bad = [(i, r) for i, r in enumerate(runs) if r.status is not Status.OK]
+    # A failed run that `run --retry-failed` ran again and that then finished OK is
+    # kept in the database (nothing is lost) but is no longer a gap in the results.
+    redone = {(r.case_key, r.repetition, r.warmup) for r in runs if r.status is Status.OK}
+    bad, retried = [], 0
+    for i, r in enumerate(runs):
+        if r.status is Status.OK:
+            continue
+        if (r.case_key, r.repetition, r.warmup) in redone:
+            retried += 1
+        else:
+            bad.append((i, r))
+    if retried:
+        out.append(
+            ReportWarning(
+                "retried-runs",
+                f"{retried} failed run(s) were run again (run --retry-failed) and then "
+                "finished OK; the results use the OK runs, the failed attempts and their "
+                "raw output stay in the database",
+            )
+        )
     if bad:
         kinds: dict[str, int] = {}
         for _, r in bad:
