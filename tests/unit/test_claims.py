@@ -17,6 +17,7 @@ import yaml
 from support import ROOT, tool
 from volbench.store import claims
 from volbench.store.db import Store
+from volbench.system import procfs
 
 RUN = [sys.executable, "-m", "volbench.cli.main", "run", "--quiet"]
 
@@ -31,7 +32,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def owner_of(p: subprocess.Popen[bytes], **changes: object) -> claims.Owner:
-    pid_start = claims._pid_start(p.pid)
+    pid_start = procfs.start_ticks(p.pid)
     assert pid_start is not None
     values = {"host": claims.me().host, "boot_id": claims.me().boot_id, "pid": p.pid,
               "pid_start": pid_start, "since": time.time(), **changes}

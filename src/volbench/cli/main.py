@@ -263,6 +263,10 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
                 print(report.render(rep, "table"), end="")
             out.write_text(report.render(rep, "markdown"))
         print(f"results in {outcome.db}, report in {out}")
+        if outcome.kept_aside:
+            print(f"warning: {args.db} changed while the lab ran (another volbench wrote to "
+                  f"it), so the lab's results were not put over it: they are in "
+                  f"{outcome.db}", file=sys.stderr)
     return outcome.returncode
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from volbench.lab.errors import KernelUnavailable
 from volbench.lab.guest import guest_cwd
-from volbench.system import proc
+from volbench.system import proc, procfs
 from volbench.system.host.tools import require
 
 CACHE_ENV = "VOLBENCH_LAB_CACHE"
@@ -160,7 +160,7 @@ def _remove_stale(cache: Path) -> None:
     """Half-done work of fetches that died (their PID is gone)."""
     for tmp in cache.glob("tmp-*"):
         pid = tmp.name.removeprefix("tmp-")
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and not procfs.running(int(pid), None):
             shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -8,14 +8,23 @@
    with the same volbench (lab/guest.py).
 4. The database comes back to --db (replaced atomically), the console next to it
    (`<db stem>-lab-console.log`); the outdir and the disk images are removed.
+
+The guest works on a copy, so two lab runs on one database would each bring back
+their copy and the later one would erase the earlier one's results. One lab run per
+database therefore holds a lock (`<db>.lab-lock`, flock) and a second one is refused
+at once. If the database changed anyway while the VM ran (a `volbench run` on the
+host wrote to it), the lab's copy is not put over it: it is kept beside it,
+`<db stem>-lab-<pid>.db`, and the message says so — nothing is lost either way.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +48,47 @@ class LabRunOutcome:
     db: Path | None
     console_log: Path
     result: LabResult
+    # Set when the database changed while the VM ran: the lab's results went to `db`,
+    # a file beside the database, instead of replacing it.
+    kept_aside: bool = False
+
+
+class DatabaseBusy(LabError):
+    """Another `lab run` is using this results database."""
+
+
+@contextmanager
+def _one_lab_run(db: Path) -> Iterator[None]:
+    lock_path = db.with_name(db.name + ".lab-lock")
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise DatabaseBusy(
+                f"another `volbench lab run` ({holder}) is using {db}; its results would "
+                "overwrite this run's. Wait for it, or give this run its own --db"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"PID {os.getpid()}")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.truncate(0)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _fingerprint(db: Path) -> tuple[int, int] | None:
+    """What tells that a database file changed: its size and modification time (SQLite
+    rewrites pages in place, so any commit changes the time), or None when absent."""
+    try:
+        st = db.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def lab_of(exp: experiment.Experiment, source: str) -> LabSpec:
@@ -82,10 +132,12 @@ def run_experiment_in_lab(
     base = (workdir or DEFAULT_WORKDIR).resolve()
     base.mkdir(parents=True, exist_ok=True)
     console_log = db.with_name(db.stem + "-lab-console.log")
-    with journal.opened(f"lab run {exp.name}") as jrnl, jrnl.scope() as scope:
+    with _one_lab_run(db), journal.opened(f"lab run {exp.name}") as jrnl, \
+            jrnl.scope() as scope:
         outdir = make_tree(scope, base / f"out-{os.getpid()}")
         shutil.copyfile(file, outdir / "experiment.yaml")
-        if db.exists():
+        before = _fingerprint(db)
+        if before is not None:
             shutil.copyfile(db, outdir / "results.db")
         # In the guest: `volbench run` on the copy, database kept on guest tmpfs (guest.py).
         argv = [sys.executable, "-m", "volbench.lab", "--outdir", str(outdir), "--"]
@@ -99,13 +151,16 @@ def run_experiment_in_lab(
             log = outdir / ".lab" / "console.log"
             if log.exists():
                 shutil.copyfile(log, console_log)
-            brought = _bring_back(outdir / "results.db", db)
+            changed = _fingerprint(db) != before
+            target = db.with_name(f"{db.stem}-lab-{os.getpid()}.db") if changed else db
+            brought = _bring_back(outdir / "results.db", target)
         if result.returncode != 0 and brought is None:
             raise LabError(
                 f"volbench in the lab VM exited with {result.returncode} and stored "
                 f"no results; the console is in {console_log}"
             )
-        return LabRunOutcome(result.returncode, brought, console_log, result)
+        return LabRunOutcome(result.returncode, brought, console_log, result,
+                             kept_aside=changed and brought is not None)
 
 
 def _bring_back(shared: Path, db: Path) -> Path | None:

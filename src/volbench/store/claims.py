@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from volbench.core.errors import VolbenchError
+from volbench.system import procfs
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -45,25 +46,13 @@ class Owner:
         return f"PID {self.pid} on {self.host}, running it since {when}"
 
 
-def _pid_start(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and ')': split after its last ')'.
-    return int(stat[stat.rindex(")") + 2:].split()[19])
-
-
 def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return ""
+    return procfs.read_text(BOOT_ID).strip()
 
 
 def me() -> Owner:
     pid = os.getpid()
-    return Owner(socket.gethostname(), _boot_id(), pid, _pid_start(pid) or 0, time.time())
+    return Owner(socket.gethostname(), _boot_id(), pid, procfs.start_ticks(pid) or 0, time.time())
 
 
 def alive(owner: Owner) -> bool | None:
@@ -72,7 +61,7 @@ def alive(owner: Owner) -> bool | None:
         return None
     if owner.boot_id != _boot_id():
         return False  # the machine rebooted since
-    return _pid_start(owner.pid) == owner.pid_start
+    return procfs.start_ticks(owner.pid) == owner.pid_start
 
 
 def _owner(db: sqlite3.Connection, experiment_id: int) -> Owner | None:
