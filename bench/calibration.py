@@ -41,7 +41,7 @@ from volbench.stats import (
     outliers_calibrated,
     outliers_mad,
 )
-from volbench.stats.outliers import MAD_CONSTANT
+from volbench.stats.outliers import MAD_CONSTANT, outlier_cutoff
 from volbench.stats.simulate import (
     Rates,
     lognormal,
@@ -139,18 +139,23 @@ def outlier_cutoffs(seed: int = 20261124) -> dict[int, float]:
 
 def outlier_table(cases: int) -> None:
     print(f"\nOutlier false flags per clean case ({cases} cases per n; target <= 5 %): "
-          "fixed |M| > 3.5 -> cut-off by n")
+          "fixed |M| > 3.5 -> cut-off by n -> by n on both scales (values and logs)")
     cells = []
     for n in (3, 4, 5, 6, 7, 8, 10, 15, 20, 30, 50, 80):
         shares = []
-        for name, draw in (("normal", None), ("lognormal 5 %", 0.05), ("lognormal 20 %", 0.2)):
+        # normal: mean 100, sd 20 (the raw-scale rule does not depend on them; the log
+        # scale needs positive values, and CV 20 % is where it would misfire alone)
+        for name, draw in (("normal 20 %", None), ("lognormal 5 %", 0.05),
+                           ("lognormal 20 %", 0.2)):
             rng = random.Random(n)
-            sample = (lambda m, rng=rng: [rng.gauss(0.0, 1.0) for _ in range(m)]) \
+            sample = (lambda m, rng=rng: [rng.gauss(100.0, 20.0) for _ in range(m)]) \
                 if draw is None else lognormal(rng, draw, 100.0)
             cases_drawn = [sample(n) for _ in range(cases)]
             old = sum(bool(outliers_mad(c)) for c in cases_drawn) / cases
+            raw = sum(bool(outliers_mad(c, threshold=outlier_cutoff(n)))
+                      for c in cases_drawn) / cases
             new = sum(bool(outliers_calibrated(c)) for c in cases_drawn) / cases
-            shares.append(f"{name} {old:5.1%} -> {new:4.1%}")
+            shares.append(f"{name} {old:5.1%} -> {raw:4.1%} -> {new:4.1%}")
         cells.append(f"n {n:2d}: " + " | ".join(shares))
     print("\n".join(cells), flush=True)
 
