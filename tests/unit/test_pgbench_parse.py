@@ -1,5 +1,6 @@
-"""pgbench's parsers on every captured output (15.20, 16.2 and 18.6 run here; 16.2's seed
-run and 9.4 copied), the experiment fields of the pgbench workload, and the importer.
+"""pgbench's parsers on every captured output (12.22, 13.16, 14.2, 15.20, 16.2 and 18.6
+run here; 16.2's seed run and 9.4 copied), the experiment fields of the pgbench workload,
+and the importer.
 
 Expected values are read off the captured text itself (the numbers pgbench printed),
 converted to base units; the per-transaction logs are checked against an independent
@@ -74,6 +75,22 @@ RUNS: dict[str, tuple[float, float, dict[str, Any]]] = {
     "18.6/run-c2-t50.stdout": (1039.198570, 1.925, {"clients": 2, "transactions": 50}),
     "18.6/run-select-only-S.stdout": (17875.535351, 0.112, {"script": "select-only"}),
     "18.6/run-r-per-statement.stdout": (851.132432, 2.350, {"duration": 2.0}),
+    # 12 and 13 print both tps lines, as 9.4 does; 14 the one line and the version first.
+    "12.22/run-c4-j2-T3-P1.stdout": (2075.296035, 1.920, {"clients": 4, "threads": 2,
+                                                          "duration": 3.0, "scale": 2}),
+    "12.22/run-c2-t50.stdout": (1929.562144, 1.085, {"clients": 2, "transactions": 50}),
+    "12.22/run-select-only-S.stdout": (29822.642792, 0.067, {"script": "select-only"}),
+    "12.22/run-r-per-statement.stdout": (1545.813297, 1.295, {"duration": 2.0}),
+    "13.16/run-c4-j2-T3-P1.stdout": (1497.732305, 2.662, {"clients": 4, "threads": 2,
+                                                          "duration": 3.0, "scale": 2}),
+    "13.16/run-c2-t50.stdout": (529.537954, 3.870, {"clients": 2, "transactions": 50}),
+    "13.16/run-select-only-S.stdout": (28862.256263, 0.069, {"script": "select-only"}),
+    "13.16/run-r-per-statement.stdout": (2202.621044, 0.910, {"duration": 2.0}),
+    "14.2/run-c4-j2-T3-P1.stdout": (2328.458804, 1.713, {"clients": 4, "threads": 2,
+                                                         "duration": 3.0, "scale": 2}),
+    "14.2/run-c2-t50.stdout": (2035.209118, 0.983, {"clients": 2, "transactions": 50}),
+    "14.2/run-select-only-S.stdout": (32357.860413, 0.062, {"script": "select-only"}),
+    "14.2/run-r-per-statement.stdout": (1131.890177, 1.767, {"duration": 2.0}),
     "9.4/run-c20-T300-scale20-standard-disk.txt": (1160.153345, 17.222, {
         "scale": 20, "clients": 20, "duration": 300.0, "script": "tpcb-like"}),
     "9.4/run-c20-T300-scale20-fast-disk.txt": (1549.489277, 12.909, {"scale": 20}),
@@ -95,6 +112,15 @@ INITS: dict[str, tuple[float | None, dict[str, float], int | None]] = {
     # 18 names the table in its row progress lines.
     "18.6/init-s2.stderr": (0.54, {"client_side_generate": 0.25, "vacuum": 0.17}, 200000),
     "18.6/init-s2-server-side-dtGvp.stderr": (0.58, {"server_side_generate": 0.36}, None),
+    # 12 prints no `done in` line (per-phase times came with 13): rows only.
+    "12.22/init-s2.stderr": (None, {"client_side_generate": 0.17}, 200000),
+    "13.16/init-s2.stderr": (0.37, {"drop_tables": 0.00, "create_tables": 0.00,
+                                    "client_side_generate": 0.18, "vacuum": 0.09,
+                                    "primary_keys": 0.11}, 200000),
+    "13.16/init-s2-server-side-dtGvp.stderr": (0.33, {"server_side_generate": 0.21}, None),
+    "14.2/init-s2.stderr": (0.29, {"client_side_generate": 0.14, "primary_keys": 0.07},
+                            200000),
+    "14.2/init-s2-server-side-dtGvp.stderr": (0.33, {"server_side_generate": 0.19}, None),
     "9.4/init-s1000-standard-disk-last-line.txt": (None, {"client_side_generate": 203.96},
                                                    100_000_000),
     "9.4/init-s1000-fast-disk-last-line.txt": (None, {"client_side_generate": 109.54},
@@ -108,6 +134,9 @@ PROGRESS = {
     "16.2/run-c4-j2-T3-P1.stderr": (2, 1178.8),
     "18.6/run-c4-j2-T3-P1.stderr": (3, 1428.9),
     "9.4/pkb-run-c16-T5-r-P1.stderr": (5, 7.0),
+    "12.22/run-c4-j2-T3-P1.stderr": (3, 1968.9),
+    "13.16/run-c4-j2-T3-P1.stderr": (3, 1672.0),
+    "14.2/run-c4-j2-T3-P1.stderr": (3, 2271.9),
 }
 TXLOGS = ("15/run-log-l.thread0.log", "15/run-log-l.thread1.log")
 AGGREGATE = {"15/run-log-aggregate.aggregate-log": [815, 2827, 2302],
