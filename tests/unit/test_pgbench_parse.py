@@ -126,6 +126,9 @@ INITS: dict[str, tuple[float | None, dict[str, float], int | None]] = {
     "9.4/init-s1000-fast-disk-last-line.txt": (None, {"client_side_generate": 109.54},
                                                100_000_000),
 }
+# init outputs with neither times nor rows (12 without a data generation step): only the
+# caller's wall-clock time makes them a result.
+UNTIMED_INITS = ("12.22/init-s2-steps-dtvp.stderr",)
 # stderr captures with -P progress lines: (number of lines, first tps).
 PROGRESS = {
     "15/run-c4-j2-T3-P1.stderr": (3, 2992.7),
@@ -172,6 +175,11 @@ def test_every_capture_is_covered_and_parses_as_expected(path: Path) -> None:
         assert (rows is None) == (not any(m.name == "init_rows" for m in parsed.metrics))
         if rows is not None:
             assert metric(parsed.metrics, "init_rows") == rows
+    elif key in UNTIMED_INITS:
+        with pytest.raises(ParseError, match="neither"):
+            pp.parse_init(text, key)
+        parsed = pp.parse_init(text, key, elapsed=1.25)
+        assert [(m.name, m.value) for m in parsed.metrics] == [("init_time", 1.25)]
     elif key in PROGRESS:
         count, first = PROGRESS[key]
         points = series(pp.parse_progress(text), "tps")
@@ -280,14 +288,29 @@ def test_an_aborted_run_is_refused_with_pgbench_s_error() -> None:
         pp.parse_run(text)
 
 
-def test_12_s_generate_phase_is_client_side_generation() -> None:
-    # Not captured (no 12 here): the `done in` line as pgbench 12 prints it, before 13
-    # added server-side generation and renamed the phase.
-    line = ("done in 0.52 s (drop tables 0.00 s, create tables 0.01 s, generate 0.30 s, "
-            "vacuum 0.11 s, primary keys 0.10 s).")
-    parsed = pp.parse_init(line)
-    assert metric(parsed.metrics, "init_client_side_generate") == pytest.approx(0.30)
-    assert not [m for m in parsed.metrics if m.name == "init_generate"]
+def test_12_prints_no_init_time_so_the_wall_clock_time_stands_in() -> None:
+    text = (PG / "12.22/init-s2.stderr").read_text()
+    assert "done." in text and "done in" not in text
+    parsed = pp.parse_init(text, elapsed=0.61)
+    (init_time,) = [m for m in parsed.metrics if m.name == "init_time"]
+    assert init_time.value == 0.61 and "wall-clock" in init_time.note
+    assert metric(parsed.metrics, "init_client_side_generate") == pytest.approx(0.17)
+    assert metric(parsed.metrics, "init_rows") == 200000
+    # Untimed by the caller (an imported output): no init time rather than a made-up one.
+    assert not [m for m in pp.parse_init(text).metrics if m.name == "init_time"]
+    # From 13 on pgbench's own figure wins over the wall clock.
+    timed = pp.parse_init((PG / "13.16/init-s2.stderr").read_text(), elapsed=0.61)
+    assert metric(timed.metrics, "init_time") == pytest.approx(0.37)
+
+
+def test_init_runs_pass_their_wall_clock_time_to_the_parser() -> None:
+    from volbench.workloads.base import RunOutput
+
+    spec = spec_of(scale=2, mode="init")
+    (params,) = pgbench.cases(spec)
+    outputs = {"stderr": (PG / "12.22/init-s2.stderr").read_text()}
+    parsed = pgbench.parse_output(spec, params, RunOutput(outputs, elapsed=0.72))
+    assert metric(parsed.metrics, "init_time") == pytest.approx(0.72)
 
 
 def test_18_row_progress_names_the_table_and_still_gives_rows_and_rate() -> None:

@@ -1,6 +1,8 @@
 """Capture pgbench's outputs of one PostgreSQL installation into tests/data/pgbench/VERSION/.
 
-    .venv/bin/python tests/data/pgbench/capture.py BINDIR   (as root)
+    .venv/bin/python tests/data/pgbench/capture.py BINDIR [CASE…]   (as root)
+
+With CASE names (keys of CASES), only those are captured: the others keep their files.
 
 A throwaway cluster (volbench's own, services/postgres.py) in /tmp/capture-pg-<major>,
 then each case below; .cmd holds the command (programs named without their directory)
@@ -27,10 +29,12 @@ CASES = {
     "run-c2-t50": ["-c", "2", "-t", "50"],
     "run-select-only-S": ["-c", "2", "-T", "2", "-S"],
     "run-r-per-statement": ["-c", "2", "-T", "2", "-r"],
+    # Steps without data generation: 12 then prints neither rows nor times.
+    "init-s2-steps-dtvp": ["-i", "-s", "2", "-I", "dtvp"],
 }
 
 
-def main(bindir: Path) -> None:
+def main(bindir: Path, only: list[str]) -> None:
     install = pgfind.locate(bindir)
     version = pgfind.version(install.program("pgbench"))
     out = HERE / version
@@ -52,6 +56,8 @@ def main(bindir: Path) -> None:
                  f"under {work}), client and server on the same 2-core Debian 12 machine; "
                  f"pgbench {version}")
         for case, args in CASES.items():
+            if only and case not in only:
+                continue
             argv = [*(conn if case != "version" else []), *args,
                     *(["bench"] if case != "version" else [])]
             done = proc.run([install.program("pgbench"), *argv], timeout=300, check=False,
@@ -64,8 +70,8 @@ def main(bindir: Path) -> None:
                 f"# exit code {done.returncode} (also in {case}.exitcode); stdout and stderr "
                 "kept separately\n")
     shutil.rmtree(work, ignore_errors=True)
-    print(f"captured {len(CASES)} cases into {out}")
+    print(f"captured {len(only or CASES)} cases into {out}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]).resolve())
+    main(Path(sys.argv[1]).resolve(), sys.argv[2:])
