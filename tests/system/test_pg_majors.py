@@ -38,6 +38,9 @@ def _pg_bin(major: int | None) -> dict[str, Any]:
     if major is None:
         tool("postgres")
         return {}
+    if major in DEBS:  # unpacked and patched by pginstalls
+        tool("dpkg-deb")
+        tool("patchelf")
     return {"pg_bin": str(pg_bindir(major))}
 
 
