@@ -91,6 +91,9 @@ RUNS: dict[str, tuple[float, float, dict[str, Any]]] = {
     "14.2/run-c2-t50.stdout": (2035.209118, 0.983, {"clients": 2, "transactions": 50}),
     "14.2/run-select-only-S.stdout": (32357.860413, 0.062, {"script": "select-only"}),
     "14.2/run-r-per-statement.stdout": (1131.890177, 1.767, {"duration": 2.0}),
+    "12.22/run-rate-latency-limit.stdout": (301.854447, 1.831, {"duration": 3.0}),
+    "13.16/run-rate-latency-limit.stdout": (224.047181, 4.002, {"duration": 3.0}),
+    "14.2/run-rate-latency-limit.stdout": (278.839772, 2.246, {"duration": 3.0}),
     "9.4/run-c20-T300-scale20-standard-disk.txt": (1160.153345, 17.222, {
         "scale": 20, "clients": 20, "duration": 300.0, "script": "tpcb-like"}),
     "9.4/run-c20-T300-scale20-fast-disk.txt": (1549.489277, 12.909, {"scale": 20}),
@@ -140,6 +143,9 @@ PROGRESS = {
     "12.22/run-c4-j2-T3-P1.stderr": (3, 1968.9),
     "13.16/run-c4-j2-T3-P1.stderr": (3, 1672.0),
     "14.2/run-c4-j2-T3-P1.stderr": (3, 2271.9),
+    "12.22/run-rate-latency-limit.stderr": (3, 256.0),
+    "13.16/run-rate-latency-limit.stderr": (3, 171.8),
+    "14.2/run-rate-latency-limit.stderr": (2, 247.0),
 }
 TXLOGS = ("15/run-log-l.thread0.log", "15/run-log-l.thread1.log")
 AGGREGATE = {"15/run-log-aggregate.aggregate-log": [815, 2827, 2302],
@@ -252,6 +258,19 @@ def test_rate_limited_run_reports_lag_skipped_and_late() -> None:
     lag = series(pp.parse_progress((PG / "15/run-rate-latency-limit.stderr").read_text()),
                  "schedule_lag")
     assert [v for _, v in lag] == pytest.approx([0.107e-3, 0.092e-3, 0.112e-3])
+
+
+@pytest.mark.parametrize(("version", "skipped", "late", "lag_max", "first_lag"), [
+    ("12.22", 38, 166, 4.748e-3, 0.194e-3), ("13.16", 157, 321, 10.940e-3, 0.347e-3),
+    ("14.2", 65, 274, 9.120e-3, 0.320e-3)])
+def test_rate_limited_runs_of_12_to_14_as_a_load_curve_step_runs(
+        version: str, skipped: int, late: int, lag_max: float, first_lag: float) -> None:
+    m = pp.parse_run((PG / f"{version}/run-rate-latency-limit.stdout").read_text()).metrics
+    assert metric(m, "skipped_transactions") == skipped
+    assert metric(m, "late_transactions") == late
+    assert metric(m, "schedule_lag_max") == pytest.approx(lag_max)
+    text = (PG / f"{version}/run-rate-latency-limit.stderr").read_text()
+    assert series(pp.parse_progress(text), "schedule_lag")[0] == (1.0, pytest.approx(first_lag))
 
 
 def test_reconnecting_runs_say_so() -> None:

@@ -2,7 +2,8 @@
 
     .venv/bin/python tests/data/pgbench/capture.py BINDIR [CASE…]   (as root)
 
-With CASE names (keys of CASES), only those are captured: the others keep their files.
+With CASE names (keys of CASES), only those are captured (on a database initialised at
+scale 2 first, not captured): the others keep their files.
 
 A throwaway cluster (volbench's own, services/postgres.py) in /tmp/capture-pg-<major>,
 then each case below; .cmd holds the command (programs named without their directory)
@@ -29,6 +30,9 @@ CASES = {
     "run-c2-t50": ["-c", "2", "-t", "50"],
     "run-select-only-S": ["-c", "2", "-T", "2", "-S"],
     "run-r-per-statement": ["-c", "2", "-T", "2", "-r"],
+    # A load-curve step as volbench runs one (--rate), with a latency limit.
+    "run-rate-latency-limit": ["-c", "2", "-j", "1", "-T", "3", "-R", "300", "-L", "2", "-P",
+                               "1"],
     # Steps without data generation: 12 then prints neither rows nor times.
     "init-s2-steps-dtvp": ["-i", "-s", "2", "-I", "dtvp"],
 }
@@ -55,6 +59,9 @@ def main(bindir: Path, only: list[str]) -> None:
                  f"(volbench's initdb options, unix socket only) from {bindir} (data directory "
                  f"under {work}), client and server on the same 2-core Debian 12 machine; "
                  f"pgbench {version}")
+        if only:  # the runs need the tables that the skipped init-s2 case would make
+            proc.run([install.program("pgbench"), *conn, "-i", "-s", "2", "bench"],
+                     timeout=300, cwd=work)
         for case, args in CASES.items():
             if only and case not in only:
                 continue
