@@ -36,6 +36,7 @@ CASES = {
     # Steps without data generation: 12 then prints neither rows nor times.
     "init-s2-steps-dtvp": ["-i", "-s", "2", "-I", "dtvp"],
 }
+PRE_INIT = "# the database was initialised with pgbench -i -s 2 before (not captured)\n"
 
 
 def main(bindir: Path, only: list[str]) -> None:
@@ -75,7 +76,7 @@ def main(bindir: Path, only: list[str]) -> None:
             (out / f"{case}.cmd").write_text(
                 proc.command_line(["pgbench", *argv]) + "\n" + setup + "\n"
                 f"# exit code {done.returncode} (also in {case}.exitcode); stdout and stderr "
-                "kept separately\n")
+                "kept separately\n" + (PRE_INIT if only else ""))
     shutil.rmtree(work, ignore_errors=True)
     print(f"captured {len(only or CASES)} cases into {out}")
 
