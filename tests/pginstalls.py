@@ -50,7 +50,10 @@ def bundle_bindir(major: int) -> Path:
 # libraries they need that Debian 12 lacks (found with ldd on the extracted programs).
 # Pinned by pool path and SHA-256 so a test install is the same everywhere. Release
 # pockets and frozen updates only: a version that a newer update supersedes in a live
-# pocket is deleted from the pool, which would break the pin.
+# pocket is deleted from the pool, which would break the pin. When Debian 11 leaves
+# deb.debian.org for archive.debian.org (same pool paths), the second mirror serves it;
+# that host is not reachable from this workplace (checked 2026-11-24): 12 and 13 would
+# then need a new pin here.
 MIRRORS = {"debian": ("http://deb.debian.org/debian", "http://archive.debian.org/debian"),
            "ubuntu": ("http://archive.ubuntu.com/ubuntu",)}
 _LDAP24 = ("debian", "pool/main/o/openldap/libldap-2.4-2_2.4.57+dfsg-3+deb11u1_amd64.deb",
