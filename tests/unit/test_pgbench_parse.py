@@ -1,5 +1,6 @@
-"""pgbench's parsers on every captured output (15.20, 16.2 and 18.6 run here; 16.2's seed
-run and 9.4 copied), the experiment fields of the pgbench workload, and the importer.
+"""pgbench's parsers on every captured output (12.22, 13.16, 14.2, 15.20, 16.2 and 18.6
+run here; 16.2's seed run and 9.4 copied), the experiment fields of the pgbench workload,
+and the importer.
 
 Expected values are read off the captured text itself (the numbers pgbench printed),
 converted to base units; the per-transaction logs are checked against an independent
@@ -74,6 +75,25 @@ RUNS: dict[str, tuple[float, float, dict[str, Any]]] = {
     "18.6/run-c2-t50.stdout": (1039.198570, 1.925, {"clients": 2, "transactions": 50}),
     "18.6/run-select-only-S.stdout": (17875.535351, 0.112, {"script": "select-only"}),
     "18.6/run-r-per-statement.stdout": (851.132432, 2.350, {"duration": 2.0}),
+    # 12 and 13 print both tps lines, as 9.4 does; 14 the one line and the version first.
+    "12.22/run-c4-j2-T3-P1.stdout": (2075.296035, 1.920, {"clients": 4, "threads": 2,
+                                                          "duration": 3.0, "scale": 2}),
+    "12.22/run-c2-t50.stdout": (1929.562144, 1.085, {"clients": 2, "transactions": 50}),
+    "12.22/run-select-only-S.stdout": (29822.642792, 0.067, {"script": "select-only"}),
+    "12.22/run-r-per-statement.stdout": (1545.813297, 1.295, {"duration": 2.0}),
+    "13.16/run-c4-j2-T3-P1.stdout": (1497.732305, 2.662, {"clients": 4, "threads": 2,
+                                                          "duration": 3.0, "scale": 2}),
+    "13.16/run-c2-t50.stdout": (529.537954, 3.870, {"clients": 2, "transactions": 50}),
+    "13.16/run-select-only-S.stdout": (28862.256263, 0.069, {"script": "select-only"}),
+    "13.16/run-r-per-statement.stdout": (2202.621044, 0.910, {"duration": 2.0}),
+    "14.2/run-c4-j2-T3-P1.stdout": (2328.458804, 1.713, {"clients": 4, "threads": 2,
+                                                         "duration": 3.0, "scale": 2}),
+    "14.2/run-c2-t50.stdout": (2035.209118, 0.983, {"clients": 2, "transactions": 50}),
+    "14.2/run-select-only-S.stdout": (32357.860413, 0.062, {"script": "select-only"}),
+    "14.2/run-r-per-statement.stdout": (1131.890177, 1.767, {"duration": 2.0}),
+    "12.22/run-rate-latency-limit.stdout": (301.854447, 1.831, {"duration": 3.0}),
+    "13.16/run-rate-latency-limit.stdout": (224.047181, 4.002, {"duration": 3.0}),
+    "14.2/run-rate-latency-limit.stdout": (278.839772, 2.246, {"duration": 3.0}),
     "9.4/run-c20-T300-scale20-standard-disk.txt": (1160.153345, 17.222, {
         "scale": 20, "clients": 20, "duration": 300.0, "script": "tpcb-like"}),
     "9.4/run-c20-T300-scale20-fast-disk.txt": (1549.489277, 12.909, {"scale": 20}),
@@ -95,11 +115,23 @@ INITS: dict[str, tuple[float | None, dict[str, float], int | None]] = {
     # 18 names the table in its row progress lines.
     "18.6/init-s2.stderr": (0.54, {"client_side_generate": 0.25, "vacuum": 0.17}, 200000),
     "18.6/init-s2-server-side-dtGvp.stderr": (0.58, {"server_side_generate": 0.36}, None),
+    # 12 prints no `done in` line (per-phase times came with 13): rows only.
+    "12.22/init-s2.stderr": (None, {"client_side_generate": 0.17}, 200000),
+    "13.16/init-s2.stderr": (0.37, {"drop_tables": 0.00, "create_tables": 0.00,
+                                    "client_side_generate": 0.18, "vacuum": 0.09,
+                                    "primary_keys": 0.11}, 200000),
+    "13.16/init-s2-server-side-dtGvp.stderr": (0.33, {"server_side_generate": 0.21}, None),
+    "14.2/init-s2.stderr": (0.29, {"client_side_generate": 0.14, "primary_keys": 0.07},
+                            200000),
+    "14.2/init-s2-server-side-dtGvp.stderr": (0.33, {"server_side_generate": 0.19}, None),
     "9.4/init-s1000-standard-disk-last-line.txt": (None, {"client_side_generate": 203.96},
                                                    100_000_000),
     "9.4/init-s1000-fast-disk-last-line.txt": (None, {"client_side_generate": 109.54},
                                                100_000_000),
 }
+# init outputs with neither times nor rows (12 without a data generation step): only the
+# caller's wall-clock time makes them a result.
+UNTIMED_INITS = ("12.22/init-s2-steps-dtvp.stderr",)
 # stderr captures with -P progress lines: (number of lines, first tps).
 PROGRESS = {
     "15/run-c4-j2-T3-P1.stderr": (3, 2992.7),
@@ -108,6 +140,12 @@ PROGRESS = {
     "16.2/run-c4-j2-T3-P1.stderr": (2, 1178.8),
     "18.6/run-c4-j2-T3-P1.stderr": (3, 1428.9),
     "9.4/pkb-run-c16-T5-r-P1.stderr": (5, 7.0),
+    "12.22/run-c4-j2-T3-P1.stderr": (3, 1968.9),
+    "13.16/run-c4-j2-T3-P1.stderr": (3, 1672.0),
+    "14.2/run-c4-j2-T3-P1.stderr": (3, 2271.9),
+    "12.22/run-rate-latency-limit.stderr": (3, 256.0),
+    "13.16/run-rate-latency-limit.stderr": (3, 171.8),
+    "14.2/run-rate-latency-limit.stderr": (2, 247.0),
 }
 TXLOGS = ("15/run-log-l.thread0.log", "15/run-log-l.thread1.log")
 AGGREGATE = {"15/run-log-aggregate.aggregate-log": [815, 2827, 2302],
@@ -143,6 +181,11 @@ def test_every_capture_is_covered_and_parses_as_expected(path: Path) -> None:
         assert (rows is None) == (not any(m.name == "init_rows" for m in parsed.metrics))
         if rows is not None:
             assert metric(parsed.metrics, "init_rows") == rows
+    elif key in UNTIMED_INITS:
+        with pytest.raises(ParseError, match="neither"):
+            pp.parse_init(text, key)
+        parsed = pp.parse_init(text, key, elapsed=1.25)
+        assert [(m.name, m.value) for m in parsed.metrics] == [("init_time", 1.25)]
     elif key in PROGRESS:
         count, first = PROGRESS[key]
         points = series(pp.parse_progress(text), "tps")
@@ -217,6 +260,19 @@ def test_rate_limited_run_reports_lag_skipped_and_late() -> None:
     assert [v for _, v in lag] == pytest.approx([0.107e-3, 0.092e-3, 0.112e-3])
 
 
+@pytest.mark.parametrize(("version", "skipped", "late", "lag_max", "first_lag"), [
+    ("12.22", 38, 166, 4.748e-3, 0.194e-3), ("13.16", 157, 321, 10.940e-3, 0.347e-3),
+    ("14.2", 65, 274, 9.120e-3, 0.320e-3)])
+def test_rate_limited_runs_of_12_to_14_as_a_load_curve_step_runs(
+        version: str, skipped: int, late: int, lag_max: float, first_lag: float) -> None:
+    m = pp.parse_run((PG / f"{version}/run-rate-latency-limit.stdout").read_text()).metrics
+    assert metric(m, "skipped_transactions") == skipped
+    assert metric(m, "late_transactions") == late
+    assert metric(m, "schedule_lag_max") == pytest.approx(lag_max)
+    text = (PG / f"{version}/run-rate-latency-limit.stderr").read_text()
+    assert series(pp.parse_progress(text), "schedule_lag")[0] == (1.0, pytest.approx(first_lag))
+
+
 def test_reconnecting_runs_say_so() -> None:
     m = pp.parse_run((PG / "15/run-connect-C.stdout").read_text()).metrics
     (tps,) = [x for x in m if x.name == "tps"]
@@ -251,14 +307,29 @@ def test_an_aborted_run_is_refused_with_pgbench_s_error() -> None:
         pp.parse_run(text)
 
 
-def test_12_s_generate_phase_is_client_side_generation() -> None:
-    # Not captured (no 12 here): the `done in` line as pgbench 12 prints it, before 13
-    # added server-side generation and renamed the phase.
-    line = ("done in 0.52 s (drop tables 0.00 s, create tables 0.01 s, generate 0.30 s, "
-            "vacuum 0.11 s, primary keys 0.10 s).")
-    parsed = pp.parse_init(line)
-    assert metric(parsed.metrics, "init_client_side_generate") == pytest.approx(0.30)
-    assert not [m for m in parsed.metrics if m.name == "init_generate"]
+def test_12_prints_no_init_time_so_the_wall_clock_time_stands_in() -> None:
+    text = (PG / "12.22/init-s2.stderr").read_text()
+    assert "done." in text and "done in" not in text
+    parsed = pp.parse_init(text, elapsed=0.61)
+    (init_time,) = [m for m in parsed.metrics if m.name == "init_time"]
+    assert init_time.value == 0.61 and "wall-clock" in init_time.note
+    assert metric(parsed.metrics, "init_client_side_generate") == pytest.approx(0.17)
+    assert metric(parsed.metrics, "init_rows") == 200000
+    # Untimed by the caller (an imported output): no init time rather than a made-up one.
+    assert not [m for m in pp.parse_init(text).metrics if m.name == "init_time"]
+    # From 13 on pgbench's own figure wins over the wall clock.
+    timed = pp.parse_init((PG / "13.16/init-s2.stderr").read_text(), elapsed=0.61)
+    assert metric(timed.metrics, "init_time") == pytest.approx(0.37)
+
+
+def test_init_runs_pass_their_wall_clock_time_to_the_parser() -> None:
+    from volbench.workloads.base import RunOutput
+
+    spec = spec_of(scale=2, mode="init")
+    (params,) = pgbench.cases(spec)
+    outputs = {"stderr": (PG / "12.22/init-s2.stderr").read_text()}
+    parsed = pgbench.parse_output(spec, params, RunOutput(outputs, elapsed=0.72))
+    assert metric(parsed.metrics, "init_time") == pytest.approx(0.72)
 
 
 def test_18_row_progress_names_the_table_and_still_gives_rows_and_rate() -> None:

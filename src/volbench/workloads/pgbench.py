@@ -460,7 +460,7 @@ def parse_output(spec: PgbenchSpec, params: Params, run: RunOutput) -> Parsed:
         parsed = pgbench_hosts.parse_output(outputs, spec.log_sampling, aggregate)
         return _with_cache(parsed, outputs, ("host", "all"))
     if params.get("mode") == "init":
-        return parsing.parse_init(outputs.get("stderr", ""), "pgbench -i stderr")
+        return parsing.parse_init(outputs.get("stderr", ""), "pgbench -i stderr", run.elapsed)
     report = parsing.parse_run(outputs.get("stdout", ""), "pgbench stdout")
     series = parsing.parse_progress(outputs.get("stderr", ""))
     logs = [text for name, text in sorted(outputs.items()) if name.startswith(TXLOG + ".")]

@@ -10,8 +10,8 @@ Formats (captured in tests/data/pgbench/):
   0 failed` (9.4 without `failed`; `--progress-timestamp` gives epoch seconds);
 - init on stderr: per-100000-row lines `100000 of 200000 tuples (50%) done (elapsed
   0.05 s, remaining 0.05 s)` (18: `… (50%) of pgbench_accounts done …`) and `done in
-  0.21 s (drop tables 0.00 s, …)` (9.4: no `done in` line; 12 calls client-side
-  generation `generate`);
+  0.21 s (drop tables 0.00 s, …)` (12 and 9.4: `done.`, no times: the init time is
+  then the wall-clock time of pgbench -i, when the caller timed it);
 - `-l` logs: per transaction `client_id tx_no time_us script_no epoch epoch_us …`, or
   with `--aggregate-interval` one line per interval
   `start count sum_lat sum_lat² min_lat max_lat …` (µs).
@@ -78,12 +78,11 @@ _STATEMENT = re.compile(rf"^\s+({NUM})\s+(?:(\d+)\s+)?(\S.*)$")
 _PROGRESS = re.compile(rf"^progress: ({NUM}) s, ({NUM}) tps, lat ({NUM}) ms stddev ({NUM})"
                        rf"(?:, (\d+) failed)?(?:, lag ({NUM}) ms)?")
 _DONE = re.compile(rf"^done in ({NUM}) s \((.*)\)\.?$")
+_OLD_DONE = "done."  # the last line of pgbench -i before 13
 _PHASE = re.compile(rf"([a-z][a-z -]*?) ({NUM}) s(?:,|$)")
 # 18 names the table: `100000 of 200000 tuples (50%) of pgbench_accounts done (…)`.
 _ROWS = re.compile(rf"^(\d+) of (\d+) tuples \(\d+%\)(?: of \w+)? done \(elapsed ({NUM}) s, "
                    rf"remaining {NUM} s\)\.?$")
-# Init phases that 12 names differently from 13 on (13 added server-side generation, G).
-_PHASE_ALIASES = {"generate": "client_side_generate"}
 
 
 def _number(text: str, factor: float = 1.0) -> float | None:
@@ -249,8 +248,13 @@ def parse_progress(text: str) -> tuple[Series, ...]:
     return tuple(Series(name, unit, tuple(points)) for (name, unit), points in columns.items())
 
 
-def parse_init(text: str, source: str = "pgbench -i output") -> Parsed:
-    """Init time as a whole and per phase, rows generated, and the generation rate over time."""
+def parse_init(text: str, source: str = "pgbench -i output",
+               elapsed: float | None = None) -> Parsed:
+    """Init time as a whole and per phase, rows generated, and the generation rate over time.
+
+    pgbench before 13 prints no times at all: with `elapsed`, the wall-clock seconds of
+    the pgbench -i process, init_time is that (process start and connection included,
+    a few ms more than pgbench's own figure), so an init run has its headline on 12 too."""
     metrics: list[Metric] = []
     rows: list[tuple[int, int, float]] = []
     for raw in text.splitlines():
@@ -260,17 +264,21 @@ def parse_init(text: str, source: str = "pgbench -i output") -> Parsed:
             metrics.append(_metric("init_time", m.group(1), "s", 1.0, {}))
             for phase, value in _PHASE.findall(m.group(2)):
                 phase = re.sub(r"[^a-z0-9]+", "_", phase.strip()).strip("_")
-                name = "init_" + _PHASE_ALIASES.get(phase, phase)
-                metrics.append(_metric(name, value, "s", 1.0, {}))
+                metrics.append(_metric("init_" + phase, value, "s", 1.0, {}))
             continue
         m = _ROWS.match(line)
         if m:
             rows.append((int(m.group(1)), int(m.group(2)), float(m.group(3))))
-    if not metrics and not rows:
+    # Before 13 (no 'done in' line): `done.`, and with -I steps without g no rows either.
+    untimed = not metrics and (bool(rows) or _OLD_DONE in (r.strip() for r in text.splitlines()))
+    if not metrics and not rows and not (untimed and elapsed):
         raise ParseError("pgbench", source, "neither a 'done in' line nor row progress lines; "
                          "is this the output of pgbench -i?")
+    if untimed and elapsed:
+        metrics.append(Metric("init_time", elapsed, "s", {},
+                              "wall-clock time of pgbench -i (it prints no init time)"))
     if rows:
-        if not metrics:  # old versions print no 'done in' line
+        if untimed:
             metrics.append(Metric("init_client_side_generate", rows[-1][2], "s", {},
                                   "elapsed time of the last row progress line"))
         metrics.append(Metric("init_rows", float(rows[-1][0]), "row"))

@@ -1,6 +1,9 @@
 """Capture pgbench's outputs of one PostgreSQL installation into tests/data/pgbench/VERSION/.
 
-    .venv/bin/python tests/data/pgbench/capture.py BINDIR   (as root)
+    .venv/bin/python tests/data/pgbench/capture.py BINDIR [CASE…]   (as root)
+
+With CASE names (keys of CASES), only those are captured (on a database initialised at
+scale 2 first, not captured): the others keep their files.
 
 A throwaway cluster (volbench's own, services/postgres.py) in /tmp/capture-pg-<major>,
 then each case below; .cmd holds the command (programs named without their directory)
@@ -27,10 +30,16 @@ CASES = {
     "run-c2-t50": ["-c", "2", "-t", "50"],
     "run-select-only-S": ["-c", "2", "-T", "2", "-S"],
     "run-r-per-statement": ["-c", "2", "-T", "2", "-r"],
+    # A load-curve step as volbench runs one (--rate), with a latency limit.
+    "run-rate-latency-limit": ["-c", "2", "-j", "1", "-T", "3", "-R", "300", "-L", "2", "-P",
+                               "1"],
+    # Steps without data generation: 12 then prints neither rows nor times.
+    "init-s2-steps-dtvp": ["-i", "-s", "2", "-I", "dtvp"],
 }
+PRE_INIT = "# the database was initialised with pgbench -i -s 2 before (not captured)\n"
 
 
-def main(bindir: Path) -> None:
+def main(bindir: Path, only: list[str]) -> None:
     install = pgfind.locate(bindir)
     version = pgfind.version(install.program("pgbench"))
     out = HERE / version
@@ -51,7 +60,12 @@ def main(bindir: Path) -> None:
                  f"(volbench's initdb options, unix socket only) from {bindir} (data directory "
                  f"under {work}), client and server on the same 2-core Debian 12 machine; "
                  f"pgbench {version}")
+        if only:  # the runs need the tables that the skipped init-s2 case would make
+            proc.run([install.program("pgbench"), *conn, "-i", "-s", "2", "bench"],
+                     timeout=300, cwd=work)
         for case, args in CASES.items():
+            if only and case not in only:
+                continue
             argv = [*(conn if case != "version" else []), *args,
                     *(["bench"] if case != "version" else [])]
             done = proc.run([install.program("pgbench"), *argv], timeout=300, check=False,
@@ -62,10 +76,10 @@ def main(bindir: Path) -> None:
             (out / f"{case}.cmd").write_text(
                 proc.command_line(["pgbench", *argv]) + "\n" + setup + "\n"
                 f"# exit code {done.returncode} (also in {case}.exitcode); stdout and stderr "
-                "kept separately\n")
+                "kept separately\n" + (PRE_INIT if only else ""))
     shutil.rmtree(work, ignore_errors=True)
-    print(f"captured {len(CASES)} cases into {out}")
+    print(f"captured {len(only or CASES)} cases into {out}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]).resolve())
+    main(Path(sys.argv[1]).resolve(), sys.argv[2:])

@@ -1,0 +1,3 @@
+pgbench -h /tmp/capture-pg-12/svc/postgres/sock -p 37511 -U postgres -c 4 -j 2 -T 3 -P 1 bench
+# setup: throwaway PostgreSQL 12.22 (Ubuntu 12.22-0ubuntu0.20.04.4) cluster (volbench's initdb options, unix socket only) from /work/wt/oldpg/.cache/pg/12/root/usr/lib/postgresql/12/bin (data directory under /tmp/capture-pg-12), client and server on the same 2-core Debian 12 machine; pgbench 12.22
+# exit code 0 (also in run-c4-j2-T3-P1.exitcode); stdout and stderr kept separately

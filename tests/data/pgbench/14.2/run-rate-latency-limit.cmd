@@ -1,0 +1,4 @@
+pgbench -h /tmp/capture-pg-14/svc/postgres/sock -p 39855 -U postgres -c 2 -j 1 -T 3 -R 300 -L 2 -P 1 bench
+# setup: throwaway PostgreSQL 14.2 (Ubuntu 14.2-1ubuntu1) cluster (volbench's initdb options, unix socket only) from /work/wt/oldpg/.cache/pg/14/root/usr/lib/postgresql/14/bin (data directory under /tmp/capture-pg-14), client and server on the same 2-core Debian 12 machine; pgbench 14.2
+# exit code 0 (also in run-rate-latency-limit.exitcode); stdout and stderr kept separately
+# the database was initialised with pgbench -i -s 2 before (not captured)
