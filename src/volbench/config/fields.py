@@ -10,14 +10,23 @@ import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from volbench.config import fieldrules
 from volbench.core import units
 from volbench.core.errors import Problem
 
 T = TypeVar("T")
-_MISSING: Any = object()
+T_co = TypeVar("T_co", covariant=True)
+# The default of a field that must be given.
+REQUIRED: Any = object()
+_MISSING: Any = REQUIRED
+
+
+class Declared(Protocol[T_co]):
+    """A field declared once with its default and checks (config/spec.py)."""
+
+    def read(self, r: Reader) -> T_co: ...
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -81,6 +90,11 @@ class Reader:
             # A converter's own message is specific ("'x' is not one of …"); use it as is.
             self.problem(key, str(exc) or f"expected {expected}")
             return placeholder
+
+    def get(self, declared: Declared[T]) -> T:
+        """A declared field's value (config/spec.py): its default, choices and bounds are
+        the declaration's, the checks and messages the typed readers' below."""
+        return declared.read(self)
 
     # -- typed fields -------------------------------------------------------------------
     def text(self, key: str, default: Any = _MISSING, choices: Sequence[str] = ()) -> str:
