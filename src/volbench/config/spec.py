@@ -39,6 +39,11 @@ class Field(ABC, Generic[T]):
     def required(self) -> bool:
         return self.default is REQUIRED
 
+    def defaulting(self, value: Any) -> Field[T]:
+        """The same field with a default worked out at parse time from other fields (the
+        declaration's help says how; its own default is None)."""
+        return replace(self, default=value)
+
     def shown(self) -> str | None:
         """The default as an experiment file (and the docs) write it; None: none to show."""
         return show(self.default)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Boolean, Text
 from volbench.system.block.disks import (
     DiskSource,
     ListedDisk,
@@ -34,11 +35,15 @@ class DiskSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+DEVICE = Text("device", None, help="the disk, by stable name (/dev/disk/by-id/…)")
+WIPE = Boolean("wipe", False, help="erase old signatures the device guard would refuse")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
-    if r.has("device"):
+    if r.has(DEVICE.name):
         # `device: PATH` is the one-disk spelling of `devices: [PATH]`.
-        path = r.text("device")
-        wipe = r.boolean("wipe", False)
+        path = r.get(DEVICE)
+        wipe = r.get(WIPE)
         why = stable_problem(path) if path else None
         if why:
             r.problem("device", why)
@@ -64,4 +69,5 @@ KIND = TargetKind(
     parse,
     build,
     tools=("wipefs", "mkfs.xfs", "mkfs.ext4"),
+    fields=(DEVICE, WIPE),
 )
