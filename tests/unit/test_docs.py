@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 import pytest
 
 from support import ROOT
 from volbench import targets, workloads
 from volbench.cli.main import parser
+from volbench.config.spec import Field
 
 DOCS = ROOT / "docs"
 
@@ -69,3 +71,85 @@ def test_every_workload_tool_has_its_page(tool: str) -> None:
         if re.search(rf"^#+ .*\b{re.escape(tool)}\b", text, re.M)
     ]
     assert tool.rstrip("+") in pages or titled, f"docs/workloads/ has no page for `{tool}`"
+
+
+# -- every declared field, with its default, in the docs -----------------------------------
+
+def _workload_page(tool: str) -> str:
+    pages = {p.stem: p.read_text() for p in (DOCS / "workloads").glob("*.md")}
+    if tool.rstrip("+") in pages:
+        return pages[tool.rstrip("+")]
+    return next(text for text in pages.values()
+                if re.search(rf"^#+ .*\b{re.escape(tool)}\b", text, re.M))
+
+
+def _target_section(kind: str) -> str:
+    """docs/layouts.md from the type's heading to the next heading of its level or above."""
+    text = (DOCS / "layouts.md").read_text()
+    start = re.search(rf"^(#+) `{re.escape(kind)}`.*$", text, re.M)
+    assert start, f"docs/layouts.md has no section for target type `{kind}`"
+    end = re.compile(rf"^#{{1,{len(start.group(1))}}} ", re.M).search(text, start.end())
+    return text[start.start():end.start() if end else len(text)]
+
+
+# Where what is said about one field ends: the next field named, the next YAML key, a blank
+# line or a heading.
+_NEXT = re.compile(r"`[\w.]+[`:]|\n\s*-?\s*[\w.]+:|\n\s*\n|\n#")
+
+
+def _mentions(field: Field[Any], text: str) -> list[tuple[str, str]]:
+    """Where the text names the field (`name`, `name:`, a YAML key, also commented out): for
+    each mention, its line before the name, and what is said after it (prose wraps: up to
+    160 characters)."""
+    name = re.escape(field.name)
+    named = re.compile(rf"`{name}[`:]|^\s*#?\s*-?\s*{name}:|[{{,]\s*{name}:", re.M)
+    found = []
+    for m in named.finditer(text):
+        end = _NEXT.search(text, m.end())
+        after = text[m.start():min(m.end() + 160, end.start() if end else len(text))]
+        found.append((text[text.rfind("\n", 0, m.start()) + 1:m.start()], after))
+    return found
+
+
+def _gives_default(name: str, default: str, before: str, after: str) -> bool:
+    """What is said about the field gives its default: "default 4k", "thin (sparse, the
+    default)", `size: 512M  # default; …`, or "Defaults: `mode: run`, `scale: 10`"."""
+    value = rf"(?<![\w.%])\"?{re.escape(default)}\"?(?![\w%])"
+    forms = (rf"\bdefaults?\W{{0,3}}(?:is |= ?)?{value}",
+             rf"{value} \((?:[^)]*\W)?default\b",
+             # the YAML line's value, marked "# default;" (not "# default 8k")
+             rf"^{re.escape(name)}: {value} +# (?:the )?default(?:[;,.]| \(|$)")
+    if any(re.search(form, after.lstrip("`#- "), re.I) for form in forms):
+        return True
+    return "default" in before.lower() and bool(re.match(rf"`{re.escape(name)}: {value}`",
+                                                         after))
+
+
+def _undocumented(fields: tuple[Field[Any], ...], text: str) -> list[str]:
+    """Fields the text never names, or never says the default of (as an experiment file
+    writes it: 4k, true, [write, read] …), and choices of a text field it never names."""
+    missing = []
+    for field in fields:
+        mentions = _mentions(field, text)
+        default = field.shown()
+        if not mentions:
+            missing.append(f"{field.name} (not named)")
+        elif default is not None and not any(
+                _gives_default(field.name, default, *m) for m in mentions):
+            missing.append(f"{field.name} (default {default} not said)")
+        for choice in getattr(field, "choices", ()):  # anywhere in the section
+            if not re.search(rf"(?<![\w.-]){re.escape(choice)}(?![\w-])", text):
+                missing.append(f"{field.name} (choice {choice} not named)")
+    return missing
+
+
+@pytest.mark.parametrize("tool", sorted(workloads.KINDS))
+def test_every_workload_field_is_documented_with_its_default(tool: str) -> None:
+    missing = _undocumented(workloads.KINDS[tool].fields, _workload_page(tool))
+    assert not missing, f"docs/workloads/ page of `{tool}` lacks: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("kind", sorted(targets.KINDS))
+def test_every_target_field_is_documented_with_its_default(kind: str) -> None:
+    missing = _undocumented(targets.KINDS[kind].fields, _target_section(kind))
+    assert not missing, f"docs/layouts.md section `{kind}` lacks: {', '.join(missing)}"

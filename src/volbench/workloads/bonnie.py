@@ -126,7 +126,7 @@ AXES: tuple[Axis[Any], ...] = (
 )
 RAM = Size("ram", "256M", help="the RAM bonnie++ is told the machine has (-r)")
 CONCURRENCY = Integer("concurrency", 1, minimum=1, maximum=64,
-                      help="bonnie++ processes side by side (-c)")
+                      help="bonnie++'s concurrency (-c)")
 FIELDS: tuple[Field[Any], ...] = (*AXES, RAM, CONCURRENCY, USER)
 
 
