@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from volbench.config.fields import REQUIRED, Reader
 
@@ -30,6 +30,8 @@ class Field(ABC, Generic[T]):
     name: str
     default: Any = REQUIRED
     help: str = ""
+    # What a value is, in the words of `volbench fields`.
+    what: ClassVar[str] = "text"
 
     @abstractmethod
     def read(self, r: Reader) -> T:
@@ -84,6 +86,7 @@ class Text(Field[str]):
 
 @dataclass(frozen=True)
 class Integer(Field[int]):
+    what: ClassVar[str] = "whole number"
     minimum: int | None = None
     maximum: int | None = None
 
@@ -96,30 +99,40 @@ class Integer(Field[int]):
 
 @dataclass(frozen=True)
 class Number(Field[float]):
+    what: ClassVar[str] = "number"
+
     def read(self, r: Reader) -> float:
         return r.number(self.name, self.default)
 
 
 @dataclass(frozen=True)
 class Boolean(Field[bool]):
+    what: ClassVar[str] = "true/false"
+
     def read(self, r: Reader) -> bool:
         return r.boolean(self.name, self.default)
 
 
 @dataclass(frozen=True)
 class Size(Field[int]):
+    what: ClassVar[str] = "size"
+
     def read(self, r: Reader) -> int:
         return r.size(self.name, self.default)
 
 
 @dataclass(frozen=True)
 class Duration(Field[float]):
+    what: ClassVar[str] = "duration"
+
     def read(self, r: Reader) -> float:
         return r.duration(self.name, self.default)
 
 
 @dataclass(frozen=True)
 class TextList(Field[list[str]]):
+    what: ClassVar[str] = "list"
+
     def read(self, r: Reader) -> list[str]:
         # A fresh list per read: a default list is never shared between specs.
         default = list(self.default) if isinstance(self.default, list) else self.default
@@ -130,6 +143,8 @@ class TextList(Field[list[str]]):
 class TextMap(Field[dict[str, str]]):
     """A mapping of names to values, both taken as text (fio options, environment)."""
 
+    what: ClassVar[str] = "mapping"
+
     def read(self, r: Reader) -> dict[str, str]:
         default = {} if self.default is None else self.default
         return {str(k): str(v) for k, v in dict(r.sub(self.name, default).data).items()}
@@ -137,6 +152,8 @@ class TextMap(Field[dict[str, str]]):
 
 @dataclass(frozen=True)
 class Location(Field[Path]):
+    what: ClassVar[str] = "path"
+
     def read(self, r: Reader) -> Path:
         return r.location(self.name, self.default)
 
@@ -146,6 +163,8 @@ class Axis(Field[tuple[T, ...]]):
     """A matrix dimension: one value or a list, each converted by `convert` (a ValueError's
     message is what the user reads). After a bad value parsing goes on with `placeholder`:
     the default (its first value for a list), converted, unless one is given."""
+
+    what: ClassVar[str] = "axis"
 
     convert: Callable[[Any], T] = field(default=lambda v: v, kw_only=True)
     # What the message says when a converter's error carries no text of its own.
@@ -170,3 +189,13 @@ class Axis(Field[tuple[T, ...]]):
 
 def names(table: Sequence[Field[Any]]) -> list[str]:
     return [f.name for f in table]
+
+
+def rows(table: Sequence[Field[Any]]) -> list[tuple[str, str, str, str]]:
+    """(field, default, what it takes, help) per declared field, for `volbench fields`."""
+    out = []
+    for f in table:
+        default = "required" if f.required else (f.shown() or "-")
+        rules = f.rules()
+        out.append((f.name, default, f.what + (f": {rules}" if rules else ""), f.help))
+    return out

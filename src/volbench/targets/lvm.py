@@ -80,7 +80,7 @@ class LvmSpec(TargetSpec):
     lvcreate_options: tuple[str, ...] = ()
 
 
-LAYOUT = Text("layout", "linear", choices=LAYOUTS, help="what the LV is (table below)")
+LAYOUT = Text("layout", "linear", choices=LAYOUTS, help="what the LV is (docs/layouts.md)")
 STRIPES = Integer("stripes", None, minimum=0, maximum=64,
                   help="striped: stripes (lvcreate -i); default the number of disks")
 STRIPE_SIZE = Size("stripe_size", None, help="striped: lvcreate -I (default LVM's, 64k)")

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from volbench.config.fields import Reader, flag
 from volbench.config.spec import Axis, Duration, Field, Integer, Text, TextMap
@@ -238,6 +238,8 @@ def _argv(r: Reader, key: str, required: bool) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Argv(Field[tuple[str, ...]]):
     """A command: a list of words, or a string split as a shell would (no shell runs it)."""
+
+    what: ClassVar[str] = "command"
 
     def read(self, r: Reader) -> tuple[str, ...]:
         return _argv(r, self.name, self.required)
