@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ import pytest
 from support import ROOT
 from volbench import targets, workloads
 from volbench.cli.main import parser
-from volbench.config.spec import Field
+from volbench.config.spec import Field, Text
+from volbench.system.block.filesystems import fs_fields
 
 DOCS = ROOT / "docs"
 
@@ -83,13 +85,17 @@ def _workload_page(tool: str) -> str:
                 if re.search(rf"^#+ .*\b{re.escape(tool)}\b", text, re.M))
 
 
-def _target_section(kind: str) -> str:
-    """docs/layouts.md from the type's heading to the next heading of its level or above."""
+def _section(heading: str) -> str:
+    """docs/layouts.md from a heading (a regex) to the next heading of its level or above."""
     text = (DOCS / "layouts.md").read_text()
-    start = re.search(rf"^(#+) `{re.escape(kind)}`.*$", text, re.M)
-    assert start, f"docs/layouts.md has no section for target type `{kind}`"
+    start = re.search(rf"^(#+) {heading}.*$", text, re.M)
+    assert start, f"docs/layouts.md has no section {heading}"
     end = re.compile(rf"^#{{1,{len(start.group(1))}}} ", re.M).search(text, start.end())
     return text[start.start():end.start() if end else len(text)]
+
+
+def _target_section(kind: str) -> str:
+    return _section(f"`{re.escape(kind)}`")
 
 
 # Where what is said about one field ends: the next field named, the next YAML key, a blank
@@ -149,7 +155,22 @@ def test_every_workload_field_is_documented_with_its_default(tool: str) -> None:
     assert not missing, f"docs/workloads/ page of `{tool}` lacks: {', '.join(missing)}"
 
 
+# Fields several target types read through shared code, documented once.
+SHARED = {f.name: f for f in fs_fields()}
+
+
+def test_the_shared_filesystem_fields_are_documented_once() -> None:
+    missing = _undocumented(tuple(SHARED.values()), _section("Filesystems"))
+    assert not missing, f"docs/layouts.md section Filesystems lacks: {', '.join(missing)}"
+
+
 @pytest.mark.parametrize("kind", sorted(targets.KINDS))
 def test_every_target_field_is_documented_with_its_default(kind: str) -> None:
-    missing = _undocumented(targets.KINDS[kind].fields, _target_section(kind))
+    """A type's own fields in its section; a shared field there only when the type changes
+    its default (zram's ext4), and then only that."""
+    fields = targets.KINDS[kind].fields
+    own = tuple(f for f in fields if f.name not in SHARED)
+    changed = tuple(replace(f, choices=()) for f in fields
+                    if f.name in SHARED and isinstance(f, Text) and f != SHARED[f.name])
+    missing = _undocumented((*own, *changed), _target_section(kind))
     assert not missing, f"docs/layouts.md section `{kind}` lacks: {', '.join(missing)}"

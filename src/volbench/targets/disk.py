@@ -25,7 +25,7 @@ from volbench.system.block.disks import (
     provide,
     stable_problem,
 )
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
@@ -69,5 +69,5 @@ KIND = TargetKind(
     parse,
     build,
     tools=("wipefs", "mkfs.xfs", "mkfs.ext4"),
-    fields=(DEVICE, WIPE),
+    fields=(DEVICE, WIPE, *fs_fields()),
 )

@@ -33,7 +33,7 @@ from volbench.config.spec import Location, Size, Text
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block.devices import attach_loop, create_image
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.block.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
@@ -158,5 +158,5 @@ KIND = TargetKind(
     disk_space=_space,
     on_count=(0, 1),
     tools=("losetup", "fallocate", "dd", "mkfs.xfs", "mkfs.ext4"),
-    fields=(SIZE, ALLOCATION, DIR),
+    fields=(SIZE, ALLOCATION, DIR, *fs_fields()),
 )

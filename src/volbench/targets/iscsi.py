@@ -35,7 +35,7 @@ from volbench.core.errors import ResourceError
 from volbench.system import daemons, proc
 from volbench.system.block import blockstack, iscsiserver, stackparse
 from volbench.system.block.disks import DiskSource, provide
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
@@ -265,5 +265,5 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("iscsiadm", "iscsid"),
-    fields=(SERVER, PORTAL),
+    fields=(SERVER, PORTAL, *fs_fields()),
 )

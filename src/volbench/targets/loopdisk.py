@@ -10,7 +10,7 @@ from volbench.config.fields import Reader
 from volbench.config.limits import Limits
 from volbench.config.spec import Boolean, Integer, Size
 from volbench.system.block.devices import attach_loop, create_image
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 # mkfs refuses smaller devices (xfsprogs 6: "Filesystem must be larger than 300MB").
@@ -56,4 +56,5 @@ def build(spec: LoopdiskSpec, ctx: BuildContext) -> Iterator[Built]:
 
 KIND = TargetKind("loopdisk", "one file-backed loop disk (direct I/O), formatted and mounted",
                   parse, build, loop_devices=lambda s: 1, disk_space=lambda s: s.size,
-                  tools=("losetup", "mkfs.xfs", "mkfs.ext4"), fields=(DISKS, SIZE, PREALLOCATE))
+                  tools=("losetup", "mkfs.xfs", "mkfs.ext4"),
+                  fields=(DISKS, SIZE, PREALLOCATE, *fs_fields()))

@@ -51,7 +51,7 @@ from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block import blockstack, lvmops
 from volbench.system.block.disks import DiskSource, parse_source, provide
-from volbench.system.block.filesystems import FsSpec, mkfs_argv, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, mkfs_argv, parse_fs
 from volbench.system.block.mounts import mount, mount_info
 from volbench.system.host.tools import require
 from volbench.system.recipe import Recipe
@@ -332,5 +332,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("lvm", "wipefs", "mkfs.xfs"),
-    fields=FIELDS,
+    fields=(*FIELDS, *fs_fields()),
 )

@@ -32,7 +32,7 @@ from volbench.core.errors import ResourceError
 from volbench.system import proc
 from volbench.system.block import blockstack, guard, stackparse
 from volbench.system.block.disks import DiskSource, parse_source, provide
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
@@ -201,5 +201,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("mdadm", "wipefs", "mkfs.xfs"),
-    fields=FIELDS,
+    fields=(*FIELDS, *fs_fields()),
 )

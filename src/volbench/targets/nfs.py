@@ -53,7 +53,7 @@ from volbench.remote.hosts import NETNS_DIR, route_source, valid_netns
 from volbench.system import daemons, proc
 from volbench.system.block import blockstack, stackparse
 from volbench.system.block.disks import DiskSource, provide
-from volbench.system.block.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, make_and_mount, parse_fs
 from volbench.system.block.mounts import is_mounted, make_dir, make_tree, mount_info
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
@@ -400,5 +400,6 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("exportfs", "rpc.nfsd", "rpc.mountd", "rpcbind"),
-    fields=FIELDS,
+    # Its own disk's filesystem; mount_options (read by parse_fs too) is in FIELDS.
+    fields=(*FIELDS, *fs_fields()[:2]),
 )

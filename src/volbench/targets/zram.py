@@ -10,7 +10,7 @@ from volbench.config.fields import Reader
 from volbench.config.limits import Limits
 from volbench.config.spec import Size, Text
 from volbench.system.block.devices import create_zram
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
@@ -40,4 +40,4 @@ def build(spec: ZramSpec, ctx: BuildContext) -> Iterator[Built]:
 
 
 KIND = TargetKind("zram", "a compressed RAM disk", parse, build, tools=("mkfs.ext4",),
-                  fields=(SIZE, ALGORITHM))
+                  fields=(SIZE, ALGORITHM, *fs_fields("ext4")))
