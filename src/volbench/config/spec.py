@@ -5,8 +5,8 @@ its parse function reads each with `Reader.get(FIELD)`, and the docs test checks
 declared field against the kind's docs page, so a default is written in one place only.
 The reading itself is the Reader's (config/fields.py): the same one-pass collection of
 problems, the same messages and did-you-mean hints whether a field is declared or not.
-(PerfKitBenchmarker's option decoders work the same way; its messages stop at the first
-problem.)
+The model is PerfKitBenchmarker's option decoders (one object per option holding its
+default and checks); the one-pass reading with a path and a fix per problem is volbench's.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class Field(ABC, Generic[T]):
 
 
 def show(value: Any) -> str | None:
+    """A default as YAML writes it (true, 4k, [write, read]); None for no default."""
     if value is REQUIRED or value is None or value == "" or value == []:
         return None
     if isinstance(value, bool):
@@ -172,7 +173,7 @@ class Axis(Field[tuple[T, ...]]):
     placeholder: Any = field(default=REQUIRED, kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.placeholder is REQUIRED:
+        if self.placeholder is REQUIRED and self.default is not REQUIRED:
             first = self.default[0] if isinstance(self.default, list) else self.default
             # Converting the default also checks it, once, when the module is imported.
             object.__setattr__(self, "placeholder", self.convert(first))
@@ -185,10 +186,6 @@ class Axis(Field[tuple[T, ...]]):
         """The same field with a converter made at parse time (one that needs the
         experiment file's folder, say); the placeholder stays the declared one."""
         return replace(self, convert=convert)
-
-
-def names(table: Sequence[Field[Any]]) -> list[str]:
-    return [f.name for f in table]
 
 
 def rows(table: Sequence[Field[Any]]) -> list[tuple[str, str, str, str]]:

@@ -65,7 +65,7 @@ def _seconds(value: Any) -> float:
     return seconds
 
 
-# The matrix axes of volbench's own job, in the order they are read (and the docs list them).
+# The matrix axes of volbench's own job, in the order they are read.
 AXES: tuple[Axis[Any], ...] = (
     Axis("rw", "randread", convert=choice(RW), expected="an fio rw mode",
          help="I/O pattern: " + ", ".join(RW)),
@@ -211,7 +211,7 @@ def rate_options(params: Params, offered: float | None, hosts: int) -> list[tupl
                 ("rate_process", "poisson")]
     share = offered / (int(params.get("numjobs", 1)) * hosts)
     if params.get("rw") in MIXED:
-        read = share * float(params.get("rwmixread", 50)) / 100.0
+        read = share * float(params.get("rwmixread", RWMIXREAD.default)) / 100.0
         rate = f"{max(1, round(read))},{max(1, round(share - read))}"
     else:
         rate = str(max(1, round(share)))
