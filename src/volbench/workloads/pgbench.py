@@ -30,7 +30,7 @@ from typing import Any
 
 from volbench.config import fieldrules, loadspec
 from volbench.config.fields import Reader
-from volbench.config.spec import Axis, Boolean, Field, Number, Text, TextList
+from volbench.config.spec import Axis, Boolean, Field, Number, Text, TextList, TextMap
 from volbench.core import units
 from volbench.core.errors import ParseError
 from volbench.core.model import Histogram, Params, Parsed, Scalar, digest
@@ -192,13 +192,16 @@ LOG_SAMPLING = Number("log_sampling", 1.0,
                       help="fraction of transactions in the latency log (--sampling-rate)")
 CHECKPOINT = Boolean("checkpoint", True, help="CHECKPOINT after every measured run")
 PG_BIN = Text("pg_bin", "", help="bin directory of the PostgreSQL to use (default: found)")
+# Read by _cluster, key by key: each setting is checked against what volbench sets itself.
+SETTINGS = TextMap("settings", None, help="postgresql.conf settings of the throwaway cluster")
 FIELDS: tuple[Field[Any], ...] = (
     MODE, SCALE, CLIENTS, THREADS, TRANSACTIONS, DURATION, SCRIPT, QUERY_MODE, OPTIONS,
-    INIT_OPTIONS, INIT_STEPS_FIELD, LOG_SAMPLING, CHECKPOINT, PG_BIN)
+    INIT_OPTIONS, INIT_STEPS_FIELD, LOG_SAMPLING, CHECKPOINT, PG_BIN, SETTINGS,
+    *pgbench_hosts.FIELDS)
 
 
 def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
-    sr = r.sub("settings", {})
+    sr = r.sub(SETTINGS.name, {})
     user: dict[str, str] = {}
     for key, value in sr.data.items():
         problem = postgres.setting_problem(str(key))
