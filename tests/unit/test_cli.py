@@ -11,12 +11,7 @@ from pathlib import Path
 import pytest
 
 from support import DATA
-from volbench import targets
-from volbench.cli import fieldtable
 from volbench.cli.main import main, parser
-from volbench.config.fields import Reader
-from volbench.config.limits import Limits
-from volbench.core.errors import Problem
 from volbench.store.db import Store
 
 
@@ -189,15 +184,3 @@ def test_fields_lists_every_kind_and_names_a_typo(capsys: pytest.CaptureFixture[
     assert main(["fields", "pgbnch"]) == 1
     assert capsys.readouterr().err == ("volbench: 'pgbnch' is neither a target type nor a "
                                        "workload tool (did you mean 'pgbench'?)\n")
-
-
-@pytest.mark.parametrize("kind", sorted(targets.KINDS))
-def test_fields_names_the_shared_disk_fields_for_exactly_the_types_that_take_them(
-        kind: str) -> None:
-    problems: list[Problem] = []
-    r = Reader({"devices": ["/dev/disk/by-id/virtio-d1"]}, "t", problems)
-    targets.KINDS[kind].parse(r, "t", Limits())
-    r.finish()
-    takes = not any(p.path == "t.devices" and p.message == "unknown field" for p in problems)
-    assert takes == (kind in fieldtable.DISK_TYPES)
-    assert ("disks: devices" in fieldtable.table(kind)[-1]) == takes

@@ -15,6 +15,7 @@ from support import ROOT
 from volbench import targets, workloads
 from volbench.cli.main import parser
 from volbench.config.spec import Field, Text
+from volbench.system.block.disks import DEVICE, SourceRules
 from volbench.system.block.filesystems import fs_fields
 
 DOCS = ROOT / "docs"
@@ -155,22 +156,31 @@ def test_every_workload_field_is_documented_with_its_default(tool: str) -> None:
     assert not missing, f"docs/workloads/ page of `{tool}` lacks: {', '.join(missing)}"
 
 
-# Fields several target types read through shared code, documented once.
-SHARED = {f.name: f for f in fs_fields()}
+# Fields several target types read through shared code, documented once, by section.
+SHARED_BY_SECTION: dict[str, tuple[Field[Any], ...]] = {
+    "Filesystems": fs_fields(),
+    "Disks": (DEVICE, *SourceRules().fields()),
+}
+SHARED = {f.name: f for fields in SHARED_BY_SECTION.values() for f in fields}
 
 
-def test_the_shared_filesystem_fields_are_documented_once() -> None:
-    missing = _undocumented(tuple(SHARED.values()), _section("Filesystems"))
-    assert not missing, f"docs/layouts.md section Filesystems lacks: {', '.join(missing)}"
+@pytest.mark.parametrize("section", sorted(SHARED_BY_SECTION))
+def test_the_shared_target_fields_are_documented_once(section: str) -> None:
+    missing = _undocumented(SHARED_BY_SECTION[section], _section(section))
+    assert not missing, f"docs/layouts.md section {section} lacks: {', '.join(missing)}"
+
+
+def _without_choices(field: Field[Any]) -> Field[Any]:
+    return replace(field, choices=()) if isinstance(field, Text) else field
 
 
 @pytest.mark.parametrize("kind", sorted(targets.KINDS))
 def test_every_target_field_is_documented_with_its_default(kind: str) -> None:
     """A type's own fields in its section; a shared field there only when the type changes
-    its default (zram's ext4), and then only that."""
+    its default (zram's fs: ext4, mdraid's disks: 2), and then only that default."""
     fields = targets.KINDS[kind].fields
     own = tuple(f for f in fields if f.name not in SHARED)
-    changed = tuple(replace(f, choices=()) for f in fields
-                    if f.name in SHARED and isinstance(f, Text) and f != SHARED[f.name])
+    changed = tuple(_without_choices(f) for f in fields
+                    if f.name in SHARED and f.shown() != SHARED[f.name].shown())
     missing = _undocumented((*own, *changed), _target_section(kind))
     assert not missing, f"docs/layouts.md section `{kind}` lacks: {', '.join(missing)}"

@@ -25,10 +25,6 @@ def _kinds() -> dict[str, tuple[str, str]]:
 TARGET_COMMON = (("", ("name", "type", "limits", "on")),)
 WORKLOAD_COMMON = (("", ("name", "tool")),)
 CURVE_COMMON = (("", ("name", "tool")), ("load curves", ("load", "sla")))
-# Types that take disks through shared code (system/block/disks.py, not declared yet:
-# listed devices are paths or {path, wipe} mappings); tests/unit/test_cli.py checks the list.
-DISK_TYPES = ("disk", "iscsi", "lvm", "mdraid", "nfs")
-DISK_FIELDS = (("disks", ("devices", "wipe", "disks", "size", "preallocate")),)
 
 
 def _also(fields: tuple[Field[Any], ...], groups: tuple[tuple[str, tuple[str, ...]], ...],
@@ -47,8 +43,7 @@ def table(kind: str) -> list[str]:
     """The lines `volbench fields KIND` prints."""
     if kind in targets.KINDS:
         what, summary, fields = "type", targets.KINDS[kind].summary, targets.KINDS[kind].fields
-        groups = TARGET_COMMON + (DISK_FIELDS if kind in DISK_TYPES else ())
-        common = _also(fields, groups, "docs/layouts.md")
+        common = _also(fields, TARGET_COMMON, "docs/layouts.md")
     elif kind in workloads.KINDS:
         what, summary, fields = "tool", workloads.KINDS[kind].summary, workloads.KINDS[kind].fields
         curves = kind in ("fio", "pgbench")

@@ -67,6 +67,8 @@ def show(value: Any) -> str | None:
 
 
 def _bounds(minimum: float | None, maximum: float | None) -> str:
+    if minimum is not None and minimum == maximum:
+        return f"exactly {minimum}"
     if minimum is not None and maximum is not None:
         return f"{minimum} … {maximum}"
     if minimum is not None:

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
-from volbench.config.spec import Boolean, Text
 from volbench.system.block.disks import (
+    DEVICE,
+    WIPE,
     DiskSource,
     ListedDisk,
+    SourceRules,
     parse_source,
     provide,
     stable_problem,
@@ -35,8 +37,8 @@ class DiskSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
-DEVICE = Text("device", None, help="the disk, by stable name (/dev/disk/by-id/…)")
-WIPE = Boolean("wipe", False, help="erase old signatures the device guard would refuse")
+# Listed disks only, exactly one.
+SOURCE = SourceRules(maximum=1, allow_loop=False)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
@@ -52,7 +54,7 @@ def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
             r.problem("devices", "give either device: or devices:, not both")
         source = DiskSource((ListedDisk(path, wipe),), count=1)
     else:
-        source = parse_source(r, minimum=1, maximum=1, allow_loop=False)
+        source = parse_source(r, SOURCE)
     return DiskSpec(name, "disk", limits, source=source, fs=parse_fs(r))
 
 
@@ -69,5 +71,5 @@ KIND = TargetKind(
     parse,
     build,
     tools=("wipefs", "mkfs.xfs", "mkfs.ext4"),
-    fields=(DEVICE, WIPE, *fs_fields()),
+    fields=(DEVICE, *SOURCE.fields(), *fs_fields()),
 )

@@ -41,6 +41,7 @@ from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
+from volbench.targets.source import FIELDS as OWN_DISK_FIELDS
 from volbench.targets.source import parse_own_disk
 
 SERVERS = ("lio", "tgt")
@@ -265,5 +266,5 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("iscsiadm", "iscsid"),
-    fields=(SERVER, PORTAL, *fs_fields()),
+    fields=(SERVER, PORTAL, *OWN_DISK_FIELDS, *fs_fields()),
 )

@@ -50,7 +50,7 @@ from volbench.config.spec import Boolean, Field, Integer, Size, Text, TextList
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block import blockstack, lvmops
-from volbench.system.block.disks import DiskSource, parse_source, provide
+from volbench.system.block.disks import DiskSource, SourceRules, parse_source, provide
 from volbench.system.block.filesystems import FsSpec, fs_fields, mkfs_argv, parse_fs
 from volbench.system.block.mounts import mount, mount_info
 from volbench.system.host.tools import require
@@ -80,6 +80,7 @@ class LvmSpec(TargetSpec):
     lvcreate_options: tuple[str, ...] = ()
 
 
+SOURCE = SourceRules(default_count=1, maximum=64)
 LAYOUT = Text("layout", "linear", choices=LAYOUTS, help="what the LV is (docs/layouts.md)")
 STRIPES = Integer("stripes", None, minimum=0, maximum=64,
                   help="striped: stripes (lvcreate -i); default the number of disks")
@@ -110,7 +111,7 @@ def _lv_size(r: Reader, layout: str) -> str:
 
 
 def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
-    source = parse_source(r, default_count=1, maximum=64)
+    source = parse_source(r, SOURCE)
     layout = r.get(LAYOUT)
     stripes = r.get(STRIPES)
     if layout == "striped":
@@ -332,5 +333,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("lvm", "wipefs", "mkfs.xfs"),
-    fields=(*FIELDS, *fs_fields()),
+    fields=(*FIELDS, *SOURCE.fields(), *fs_fields()),
 )

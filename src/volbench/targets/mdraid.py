@@ -31,7 +31,7 @@ from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system import proc
 from volbench.system.block import blockstack, guard, stackparse
-from volbench.system.block.disks import DiskSource, parse_source, provide
+from volbench.system.block.disks import DiskSource, SourceRules, parse_source, provide
 from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
@@ -54,6 +54,7 @@ class MdSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+SOURCE = SourceRules(default_count=2, minimum=2, maximum=64)
 # `level` is read raw: YAML reads `level: 10` as a number, an alias of raid10.
 LEVEL = Text("level", "raid0", choices=tuple(LEVELS), help="RAID level (0, 1, 10 work too)")
 CHUNK_SIZE = Size("chunk_size", None, help="mdadm --chunk (default mdadm's); not raid1")
@@ -63,7 +64,7 @@ FIELDS: tuple[Field[Any], ...] = (LEVEL, CHUNK_SIZE, LAYOUT, ASSUME_CLEAN)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> MdSpec:
-    source = parse_source(r, default_count=2, minimum=2, maximum=64)
+    source = parse_source(r, SOURCE)
     raw_level = str(r.raw(LEVEL.name, LEVEL.default))
     level = ALIASES.get(raw_level, raw_level)
     if level not in LEVELS:
@@ -201,5 +202,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("mdadm", "wipefs", "mkfs.xfs"),
-    fields=(*FIELDS, *fs_fields()),
+    fields=(*FIELDS, *SOURCE.fields(), *fs_fields()),
 )

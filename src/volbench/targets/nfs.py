@@ -59,6 +59,7 @@ from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.source import FIELDS as OWN_DISK_FIELDS
 from volbench.targets.source import parse_own_disk
 
 VERSIONS = ("3", "4", "4.0", "4.1", "4.2")
@@ -401,5 +402,5 @@ KIND = TargetKind(
     on_count=(0, 1),
     tools=("exportfs", "rpc.nfsd", "rpc.mountd", "rpcbind"),
     # Its own disk's filesystem; mount_options (read by parse_fs too) is in FIELDS.
-    fields=(*FIELDS, *fs_fields()[:2]),
+    fields=(*FIELDS, *OWN_DISK_FIELDS, *fs_fields()[:2]),
 )
