@@ -13,7 +13,7 @@ import pytest
 
 from support import ROOT
 from volbench import targets, workloads
-from volbench.cli.main import parser
+from volbench.cli.main import main, parser
 from volbench.config.spec import Field, Text
 from volbench.system.block.disks import DEVICE, SourceRules
 from volbench.system.block.filesystems import fs_fields
@@ -184,3 +184,12 @@ def test_every_target_field_is_documented_with_its_default(kind: str) -> None:
                     if f.name in SHARED and f.shown() != SHARED[f.name].shown())
     missing = _undocumented((*own, *changed), _target_section(kind))
     assert not missing, f"docs/layouts.md section `{kind}` lacks: {', '.join(missing)}"
+
+
+def test_the_volbench_fields_example_is_what_the_command_prints(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = (DOCS / "experiments.md").read_text()
+    shown = re.search(r"^\$ volbench fields dd\n(.*?)^```", text, re.M | re.S)
+    assert shown, "docs/experiments.md shows no `volbench fields dd`"
+    assert main(["fields", "dd"]) == 0
+    assert capsys.readouterr().out == shown.group(1)
