@@ -161,3 +161,26 @@ def test_a_run_with_failed_runs_says_how_to_run_them_again(
     assert "1 failed; results in" in out
     assert out.rstrip().endswith("failed runs can be run again (once the cause is fixed) with "
                                  "--retry-failed")
+
+
+def test_fields_prints_a_kinds_declared_fields_with_defaults_and_bounds(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fields", "btrfs"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "type: btrfs — btrfs over several loop disks (data single/raid0/raid1)"
+    assert out[2].split() == ["field", "default", "takes", "meaning"]
+    assert out[3].split() == ["disks", "2", "whole", "number:", "1", "…", "8", "loop", "disks",
+                              "in", "the", "filesystem"]
+    assert any(line.split()[:4] == ["data", "single", "text:", "single"] for line in out)
+    assert main(["fields", "fio"]) == 0
+    fio = capsys.readouterr().out
+    assert any(line.split()[:3] == ["runtime", "10s", "axis"] for line in fio.splitlines())
+
+
+def test_fields_lists_every_kind_and_names_a_typo(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fields"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert "lvm" in listed and "bonnie++" in listed and len(listed) == len(set(listed))
+    assert main(["fields", "pgbnch"]) == 1
+    assert capsys.readouterr().err == ("volbench: 'pgbnch' is neither a target type nor a "
+                                       "workload tool (did you mean 'pgbench'?)\n")

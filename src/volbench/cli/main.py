@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from volbench import __version__, report, targets
-from volbench.cli import crashreport, doctor
+from volbench.cli import crashreport, doctor, fieldtable
 from volbench.cli.progress import TerminalProgress
 from volbench.config import fieldrules
 from volbench.core.errors import Interrupted, VolbenchError
@@ -414,6 +414,10 @@ def parser() -> argparse.ArgumentParser:
               "what is missing")
     doc.add_argument("file", nargs="?", type=Path,
                      help="an experiment file: list exactly what it needs and how to install it")
+    fields = add("fields", fieldtable.cmd_fields, "the fields a target type or workload "
+                 "tool takes: defaults, choices, bounds")
+    fields.add_argument("kind", nargs="?", metavar="KIND",
+                        help="a target type or workload tool (default: list them)")
     add_lab_commands(sub)
     return p
 

@@ -10,14 +10,22 @@ import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from volbench.config import fieldrules
 from volbench.core import units
 from volbench.core.errors import Problem
 
 T = TypeVar("T")
-_MISSING: Any = object()
+T_co = TypeVar("T_co", covariant=True)
+# The default of a field that must be given.
+REQUIRED: Any = object()
+
+
+class Declared(Protocol[T_co]):
+    """A field declared once with its default and checks (config/spec.py)."""
+
+    def read(self, r: Reader) -> T_co: ...
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -56,11 +64,11 @@ class Reader:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def raw(self, key: str, default: Any = _MISSING) -> Any:
+    def raw(self, key: str, default: Any = REQUIRED) -> Any:
         self._used.add(key)
         if key in self.data:
             return self.data[key]
-        if default is _MISSING:
+        if default is REQUIRED:
             self.problem(key, "is required")
             return None
         return default
@@ -82,11 +90,16 @@ class Reader:
             self.problem(key, str(exc) or f"expected {expected}")
             return placeholder
 
+    def get(self, declared: Declared[T]) -> T:
+        """A declared field's value (config/spec.py): its default, choices and bounds are
+        the declaration's, the checks and messages the typed readers' below."""
+        return declared.read(self)
+
     # -- typed fields -------------------------------------------------------------------
-    def text(self, key: str, default: Any = _MISSING, choices: Sequence[str] = ()) -> str:
+    def text(self, key: str, default: Any = REQUIRED, choices: Sequence[str] = ()) -> str:
         value = self.raw(key, default)
         if value is None:
-            return "" if default is _MISSING or default is None else str(default)
+            return "" if default is REQUIRED or default is None else str(default)
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             self.problem(key, f"expected text, got {_type_name(value)}")
             return ""
@@ -96,11 +109,11 @@ class Reader:
             self.problem(key, f"'{value}' is not one of: {', '.join(choices)}", hint)
         return value
 
-    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None,
+    def integer(self, key: str, default: Any = REQUIRED, minimum: int | None = None,
                 maximum: int | None = None) -> int:
         value = self.raw(key, default)
         if value is None:
-            return 0 if default is _MISSING or default is None else int(default)
+            return 0 if default is REQUIRED or default is None else int(default)
         if isinstance(value, bool) or not isinstance(value, int):
             self.problem(key, f"expected a whole number, got {value!r}")
             return minimum or 0
@@ -113,7 +126,7 @@ class Reader:
             self.problem(key, f"must be at most {maximum}, got {value}")
         return value
 
-    def number(self, key: str, default: Any = _MISSING) -> float:
+    def number(self, key: str, default: Any = REQUIRED) -> float:
         value = self.raw(key, default)
         if value is None:
             return 0.0
@@ -128,27 +141,27 @@ class Reader:
             return 0.0
         return float(value)
 
-    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+    def boolean(self, key: str, default: Any = REQUIRED) -> bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             self.problem(key, f"expected true or false, got {value!r}")
             return False
         return value
 
-    def size(self, key: str, default: Any = _MISSING) -> int:
+    def size(self, key: str, default: Any = REQUIRED) -> int:
         value = self.raw(key, default)
         if value is None:
             return 0
         return self._convert(key, value, units.parse_size, "a size such as 4k, 1M or 2G", 0)
 
-    def duration(self, key: str, default: Any = _MISSING) -> float:
+    def duration(self, key: str, default: Any = REQUIRED) -> float:
         value = self.raw(key, default)
         if value is None:
             return 0.0
         return self._convert(key, value, units.parse_duration, "a duration such as 10s or 2m",
                              0.0)
 
-    def text_list(self, key: str, default: Any = _MISSING) -> list[str]:
+    def text_list(self, key: str, default: Any = REQUIRED) -> list[str]:
         value = self.raw(key, default)
         if value is None:
             return []
@@ -159,7 +172,7 @@ class Reader:
             return []
         return [str(v) for v in value]
 
-    def location(self, key: str, default: Any = _MISSING) -> Path:
+    def location(self, key: str, default: Any = REQUIRED) -> Path:
         """A directory or file volbench works in: absolute (a relative one is taken from
         the experiment file's folder), and not `/` nor a system directory."""
         text = self.text(key, default)
@@ -177,11 +190,11 @@ class Reader:
                          "/var/tmp/volbench")
         return path
 
-    def sub(self, key: str, default: Any = _MISSING) -> Reader:
+    def sub(self, key: str, default: Any = REQUIRED) -> Reader:
         value = self.raw(key, default)
         return Reader({} if value is None else value, self.at(key), self.problems, self.base)
 
-    def items(self, key: str, default: Any = _MISSING) -> list[Reader]:
+    def items(self, key: str, default: Any = REQUIRED) -> list[Reader]:
         value = self.raw(key, default)
         if value is None:
             return []

@@ -10,6 +10,7 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Field
 from volbench.system.block.filesystems import FsSpec, make_and_mount
 from volbench.system.block.mounts import mount_info
 from volbench.system.journal import Scope
@@ -70,6 +71,9 @@ class TargetKind:
     tools: tuple[str, ...] = ()
     # How many targets it may be built on (`on:`): (minimum, maximum).
     on_count: tuple[int, int] = (0, 0)
+    # The type's own fields, declared once (config/spec.py): read by `parse`, checked by
+    # the docs test against docs/layouts.md.
+    fields: tuple[Field[Any], ...] = ()
 
 
 def present(ctx: BuildContext, spec: TargetSpec, fs: FsSpec, device: str, devices: list[str],

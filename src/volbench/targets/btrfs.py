@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Field, Integer, Size, Text, TextList
 from volbench.system.block.devices import attach_loop, create_image
 from volbench.system.block.filesystems import FsSpec, make_and_mount
 from volbench.system.block.mounts import mount_info
@@ -31,19 +33,29 @@ class BtrfsSpec(TargetSpec):
     mkfs_options: tuple[str, ...] = ()
 
 
+DISKS = Integer("disks", 2, minimum=1, maximum=8, help="loop disks in the filesystem")
+DATA = Text("data", "single", choices=PROFILES, help="btrfs data profile (mkfs.btrfs -d)")
+METADATA = Text("metadata", None, choices=PROFILES,
+                help="btrfs metadata profile (-m); default raid1 with several disks, else dup")
+SIZE = Size("size", "1G", help="size of each disk")
+MOUNT_OPTIONS = TextList("mount_options", [], help="mount -o options")
+MKFS_OPTIONS = TextList("mkfs_options", [], help="more mkfs.btrfs arguments")
+FIELDS: tuple[Field[Any], ...] = (DISKS, DATA, METADATA, SIZE, MOUNT_OPTIONS, MKFS_OPTIONS)
+
+
 def parse(r: Reader, name: str, limits: Limits) -> BtrfsSpec:
-    disks = r.integer("disks", 2, minimum=1, maximum=8)
-    data = r.text("data", "single", choices=PROFILES)
-    metadata = r.text("metadata", "raid1" if disks > 1 else "dup", choices=PROFILES)
+    disks = r.get(DISKS)
+    data = r.get(DATA)
+    metadata = r.get(METADATA.defaulting("raid1" if disks > 1 else "dup"))
     need = {"raid1": 2, "raid0": 2, "raid10": 4}
     for key, profile in (("data", data), ("metadata", metadata)):
         if disks < need.get(profile, 1):
             r.problem(key, f"profile {profile} needs at least {need[profile]} disks, "
                            f"this target has {disks}", "add disks or choose single")
-    return BtrfsSpec(name, "btrfs", limits, disks=disks, size=r.size("size", "1G"),
+    return BtrfsSpec(name, "btrfs", limits, disks=disks, size=r.get(SIZE),
                      data=data, metadata=metadata,
-                     mount_options=tuple(r.text_list("mount_options", [])),
-                     mkfs_options=tuple(r.text_list("mkfs_options", [])))
+                     mount_options=tuple(r.get(MOUNT_OPTIONS)),
+                     mkfs_options=tuple(r.get(MKFS_OPTIONS)))
 
 
 @contextmanager
@@ -63,4 +75,5 @@ def build(spec: BtrfsSpec, ctx: BuildContext) -> Iterator[Built]:
 
 KIND = TargetKind("btrfs", "btrfs over several loop disks (data single/raid0/raid1)",
                   parse, build, loop_devices=lambda s: s.disks,
-                  disk_space=lambda s: s.disks * s.size, tools=("losetup", "mkfs.btrfs"))
+                  disk_space=lambda s: s.disks * s.size, tools=("losetup", "mkfs.btrfs"),
+                  fields=FIELDS)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Location
 from volbench.system.block.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
@@ -24,8 +25,11 @@ class DirectorySpec(TargetSpec):
     path: Path = Path(".")
 
 
+PATH = Location("path", help="an existing directory volbench writes its files in")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> DirectorySpec:
-    path = r.location("path")
+    path = r.get(PATH)
     if r.has("path") and not path.is_dir():
         r.problem("path", f"{path} is not an existing directory",
                   "create it first or point to a mounted filesystem")
@@ -53,4 +57,4 @@ def _backing_device(path: Path) -> str | None:
 
 
 KIND = TargetKind("directory", "an existing directory (nothing is formatted)", parse, build,
-                  needs_root=False)
+                  needs_root=False, fields=(PATH,))

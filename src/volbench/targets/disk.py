@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
 from volbench.system.block.disks import (
+    DEVICE,
+    WIPE,
     DiskSource,
     ListedDisk,
+    SourceRules,
     parse_source,
     provide,
     stable_problem,
 )
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
@@ -34,11 +37,15 @@ class DiskSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+# Listed disks only, exactly one.
+SOURCE = SourceRules(maximum=1, allow_loop=False)
+
+
 def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
-    if r.has("device"):
+    if r.has(DEVICE.name):
         # `device: PATH` is the one-disk spelling of `devices: [PATH]`.
-        path = r.text("device")
-        wipe = r.boolean("wipe", False)
+        path = r.get(DEVICE)
+        wipe = r.get(WIPE)
         why = stable_problem(path) if path else None
         if why:
             r.problem("device", why)
@@ -47,7 +54,7 @@ def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
             r.problem("devices", "give either device: or devices:, not both")
         source = DiskSource((ListedDisk(path, wipe),), count=1)
     else:
-        source = parse_source(r, minimum=1, maximum=1, allow_loop=False)
+        source = parse_source(r, SOURCE)
     return DiskSpec(name, "disk", limits, source=source, fs=parse_fs(r))
 
 
@@ -64,4 +71,5 @@ KIND = TargetKind(
     parse,
     build,
     tools=("wipefs", "mkfs.xfs", "mkfs.ext4"),
+    fields=(DEVICE, *SOURCE.fields(), *fs_fields()),
 )

@@ -29,10 +29,11 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Location, Size, Text
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block.devices import attach_loop, create_image
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.block.mounts import make_tree, mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
@@ -48,13 +49,19 @@ class ImageSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+SIZE = Size("size", "1G", help="size of the image, at least 16M")
+ALLOCATION = Text("allocation", "thin", choices=ALLOCATIONS,
+                  help="thin (sparse), thick (fallocate) or eager (written with zeros)")
+DIR = Location("dir", None, help="an existing directory for the image (instead of on:)")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> ImageSpec:
-    size = r.size("size", "1G")
+    size = r.get(SIZE)
     if r.has("size") and size < 16 * 1024**2:
         r.problem("size", "must be at least 16M")
     directory = None
     if r.has("dir"):
-        directory = r.location("dir")
+        directory = r.get(DIR)
         if not directory.is_dir():
             r.problem(
                 "dir",
@@ -68,7 +75,7 @@ def parse(r: Reader, name: str, limits: Limits) -> ImageSpec:
         "image",
         limits,
         size=size,
-        allocation=r.text("allocation", "thin", choices=ALLOCATIONS),
+        allocation=r.get(ALLOCATION),
         dir=directory,
         fs=parse_fs(r),
     )
@@ -151,4 +158,5 @@ KIND = TargetKind(
     disk_space=_space,
     on_count=(0, 1),
     tools=("losetup", "fallocate", "dd", "mkfs.xfs", "mkfs.ext4"),
+    fields=(SIZE, ALLOCATION, DIR, *fs_fields()),
 )

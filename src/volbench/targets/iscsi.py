@@ -30,16 +30,18 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Text
 from volbench.core.errors import ResourceError
 from volbench.system import daemons, proc
 from volbench.system.block import blockstack, iscsiserver, stackparse
 from volbench.system.block.disks import DiskSource, provide
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
+from volbench.targets.source import FIELDS as OWN_DISK_FIELDS
 from volbench.targets.source import parse_own_disk
 
 SERVERS = ("lio", "tgt")
@@ -60,10 +62,15 @@ class IscsiSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+SERVER = Text("server", "lio", choices=SERVERS, help="the iSCSI target server")
+PORTAL = Text("portal", None, help="ADDRESS:PORT on this machine; default 127.0.0.1:3260 "
+                                   "(lio) or 127.0.0.1:3261 (tgt)")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> IscsiSpec:
     source = parse_own_disk(r)
-    server = r.text("server", "lio", choices=SERVERS)
-    portal = r.text("portal", f"127.0.0.1:{DEFAULT_PORT.get(server, 3260)}")
+    server = r.get(SERVER)
+    portal = r.get(PORTAL.defaulting(f"127.0.0.1:{DEFAULT_PORT.get(server, 3260)}"))
     host, _, port_text = portal.rpartition(":")
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         r.problem("portal", f"'{portal}' is not ADDRESS:PORT", "e.g. portal: 127.0.0.1:3260")
@@ -259,4 +266,5 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("iscsiadm", "iscsid"),
+    fields=(SERVER, PORTAL, *OWN_DISK_FIELDS, *fs_fields()),
 )

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Boolean, Integer, Size
 from volbench.system.block.devices import attach_loop, create_image
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 # mkfs refuses smaller devices (xfsprogs 6: "Filesystem must be larger than 300MB").
@@ -23,19 +24,25 @@ class LoopdiskSpec(TargetSpec):
     preallocate: bool = False
 
 
+# `disks` is read only to refuse more than one with a pointer to the targets that combine them.
+DISKS = Integer("disks", 1, minimum=1, help="always 1")
+SIZE = Size("size", "1G", help="size of the disk image")
+PREALLOCATE = Boolean("preallocate", False, help="write the image fully before use")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> LoopdiskSpec:
-    disks = r.integer("disks", 1, minimum=1)
+    disks = r.get(DISKS)
     if disks > 1:
         r.problem("disks", "a loopdisk is one disk",
                   "use type: btrfs to combine disks here, or lvm/mdraid in the lab")
-    size = r.size("size", "1G")
+    size = r.get(SIZE)
     fs = parse_fs(r)
     minimum = MIN_SIZE.get(fs.fs, 0)
     if size < minimum:
         r.problem("size", f"{fs.fs} needs a disk of at least {minimum // 2**20}M, got "
                           f"{size // 2**20}M", "give a larger size")
     return LoopdiskSpec(name, "loopdisk", limits, size=size, fs=fs,
-                        preallocate=r.boolean("preallocate", False))
+                        preallocate=r.get(PREALLOCATE))
 
 
 @contextmanager
@@ -49,4 +56,5 @@ def build(spec: LoopdiskSpec, ctx: BuildContext) -> Iterator[Built]:
 
 KIND = TargetKind("loopdisk", "one file-backed loop disk (direct I/O), formatted and mounted",
                   parse, build, loop_devices=lambda s: 1, disk_space=lambda s: s.size,
-                  tools=("losetup", "mkfs.xfs", "mkfs.ext4"))
+                  tools=("losetup", "mkfs.xfs", "mkfs.ext4"),
+                  fields=(DISKS, SIZE, PREALLOCATE, *fs_fields()))

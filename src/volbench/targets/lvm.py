@@ -46,11 +46,12 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Boolean, Field, Integer, Size, Text, TextList
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block import blockstack, lvmops
-from volbench.system.block.disks import DiskSource, parse_source, provide
-from volbench.system.block.filesystems import FsSpec, mkfs_argv, parse_fs
+from volbench.system.block.disks import DiskSource, SourceRules, parse_source, provide
+from volbench.system.block.filesystems import FsSpec, fs_fields, mkfs_argv, parse_fs
 from volbench.system.block.mounts import mount, mount_info
 from volbench.system.host.tools import require
 from volbench.system.recipe import Recipe
@@ -79,22 +80,40 @@ class LvmSpec(TargetSpec):
     lvcreate_options: tuple[str, ...] = ()
 
 
+SOURCE = SourceRules(default_count=1, maximum=64)
+LAYOUT = Text("layout", "linear", choices=LAYOUTS, help="what the LV is (docs/layouts.md)")
+STRIPES = Integer("stripes", None, minimum=0, maximum=64,
+                  help="striped: stripes (lvcreate -i); default the number of disks")
+STRIPE_SIZE = Size("stripe_size", None, help="striped: lvcreate -I (default LVM's, 64k)")
+# A size (-L) or an LVM percentage (-l): read by _lv_size, not by one typed reader.
+LV_SIZE = Text("lv_size", None, help="the LV: a size or a percentage; default 100%FREE, "
+                                     "90%FREE for a thin pool (room for its metadata)")
+VIRTUAL_SIZE = Size("virtual_size", None, help="thin: the thin volume (default the pool's "
+                                               "size, half of it for thin-snapshot)")
+CHUNK_SIZE = Size("chunk_size", None, help="thin: pool chunk (--chunksize, default LVM's)")
+ZERO = Boolean("zero", True, help="thin: zero new chunks before their first write (-Z y)")
+PREFILL = Boolean("prefill", False, help="thin: write the whole volume first")
+LVCREATE_OPTIONS = TextList("lvcreate_options", [], help="passed to lvcreate verbatim")
+FIELDS: tuple[Field[Any], ...] = (LAYOUT, STRIPES, STRIPE_SIZE, LV_SIZE, VIRTUAL_SIZE,
+                                  CHUNK_SIZE, ZERO, PREFILL, LVCREATE_OPTIONS)
+
+
 def _lv_size(r: Reader, layout: str) -> str:
     # A thin pool needs room for its metadata and LVM's spare copy of it.
     default = "90%FREE" if layout in THIN else "100%FREE"
-    raw = r.raw("lv_size", default)
+    raw = r.raw(LV_SIZE.name, default)
     if isinstance(raw, str) and _PERCENT.match(raw.strip().upper()):
         return raw.strip().upper()
-    size = r.size("lv_size", default)
+    size = r.size(LV_SIZE.name, default)
     if size < 8 * 1024**2:
-        r.problem("lv_size", "must be at least 8M, or a percentage such as 100%FREE")
+        r.problem(LV_SIZE.name, "must be at least 8M, or a percentage such as 100%FREE")
     return str(size)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
-    source = parse_source(r, default_count=1, maximum=64)
-    layout = r.text("layout", "linear", choices=LAYOUTS)
-    stripes = r.integer("stripes", 0, minimum=0, maximum=64)
+    source = parse_source(r, SOURCE)
+    layout = r.get(LAYOUT)
+    stripes = r.get(STRIPES)
     if layout == "striped":
         stripes = stripes or source.n
         if not 2 <= stripes <= source.n:
@@ -107,7 +126,7 @@ def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
         for key in ("stripes", "stripe_size"):
             if r.has(key):
                 r.problem(key, "only applies to layout: striped", "add layout: striped")
-    stripe_size = r.size("stripe_size", 0)
+    stripe_size = r.get(STRIPE_SIZE)
     if stripe_size and (stripe_size < 4096 or stripe_size & (stripe_size - 1)):
         r.problem("stripe_size", "must be a power of two of at least 4k, e.g. 64k")
     thin_only = ("virtual_size", "chunk_size", "zero", "prefill")
@@ -120,11 +139,11 @@ def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
                     "only applies to thin layouts",
                     "add layout: thin (or thin-pool, thin-snapshot)",
                 )
-    chunk = r.size("chunk_size", 0)
+    chunk = r.get(CHUNK_SIZE)
     if chunk and (chunk < 64 * 1024 or chunk % (64 * 1024)):
         r.problem("chunk_size", "a thin pool chunk is a multiple of 64k (64k … 1G)")
     fs = parse_fs(r)
-    prefill = r.boolean("prefill", False)
+    prefill = r.get(PREFILL)
     if prefill and layout == "thin-pool":
         r.problem(
             "prefill", "the pool device is not thin: nothing to provision", "use layout: thin"
@@ -138,12 +157,12 @@ def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
         stripes=stripes,
         stripe_size=stripe_size,
         lv_size=_lv_size(r, layout),
-        virtual_size=r.size("virtual_size", 0),
+        virtual_size=r.get(VIRTUAL_SIZE),
         chunk_size=chunk,
-        zero=r.boolean("zero", True),
+        zero=r.get(ZERO),
         prefill=prefill,
         fs=fs,
-        lvcreate_options=tuple(r.text_list("lvcreate_options", [])),
+        lvcreate_options=tuple(r.get(LVCREATE_OPTIONS)),
     )
 
 
@@ -314,4 +333,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("lvm", "wipefs", "mkfs.xfs"),
+    fields=(*FIELDS, *SOURCE.fields(), *fs_fields()),
 )

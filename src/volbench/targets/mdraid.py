@@ -26,12 +26,13 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Boolean, Field, Size, Text
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system import proc
 from volbench.system.block import blockstack, guard, stackparse
-from volbench.system.block.disks import DiskSource, parse_source, provide
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.disks import DiskSource, SourceRules, parse_source, provide
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
@@ -53,19 +54,28 @@ class MdSpec(TargetSpec):
     fs: FsSpec = FsSpec("xfs")
 
 
+SOURCE = SourceRules(default_count=2, minimum=2, maximum=64)
+# `level` is read raw: YAML reads `level: 10` as a number, an alias of raid10.
+LEVEL = Text("level", "raid0", choices=tuple(LEVELS), help="RAID level (0, 1, 10 work too)")
+CHUNK_SIZE = Size("chunk_size", None, help="mdadm --chunk (default mdadm's); not raid1")
+LAYOUT = Text("layout", None, help="raid10 only: " + ", ".join(RAID10_LAYOUTS))
+ASSUME_CLEAN = Boolean("assume_clean", True, help="mdadm --assume-clean: no initial resync")
+FIELDS: tuple[Field[Any], ...] = (LEVEL, CHUNK_SIZE, LAYOUT, ASSUME_CLEAN)
+
+
 def parse(r: Reader, name: str, limits: Limits) -> MdSpec:
-    source = parse_source(r, default_count=2, minimum=2, maximum=64)
-    raw_level = str(r.raw("level", "raid0"))
+    source = parse_source(r, SOURCE)
+    raw_level = str(r.raw(LEVEL.name, LEVEL.default))
     level = ALIASES.get(raw_level, raw_level)
     if level not in LEVELS:
         r.problem("level", f"'{raw_level}' is not one of: {', '.join(LEVELS)}")
-        level = "raid0"
-    chunk = r.size("chunk_size", 0)
+        level = LEVEL.default
+    chunk = r.get(CHUNK_SIZE)
     if level == "raid1" and r.has("chunk_size"):
         r.problem("chunk_size", "raid1 has no chunks", "remove chunk_size")
     elif chunk and (chunk < 4096 or chunk & (chunk - 1)):
         r.problem("chunk_size", "must be a power of two of at least 4k, e.g. 512k")
-    layout = r.text("layout", "")
+    layout = r.get(LAYOUT)
     if layout and (level != "raid10" or layout not in RAID10_LAYOUTS):
         r.problem("layout", f"only raid10 has a layout: one of {', '.join(RAID10_LAYOUTS)}")
     return MdSpec(
@@ -76,7 +86,7 @@ def parse(r: Reader, name: str, limits: Limits) -> MdSpec:
         level=level,
         chunk_size=chunk,
         layout=layout,
-        assume_clean=r.boolean("assume_clean", True),
+        assume_clean=r.get(ASSUME_CLEAN),
         fs=parse_fs(r),
     )
 
@@ -192,4 +202,5 @@ KIND = TargetKind(
     loop_devices=lambda s: s.source.loop_devices,
     disk_space=lambda s: s.source.disk_space,
     tools=("mdadm", "wipefs", "mkfs.xfs"),
+    fields=(*FIELDS, *SOURCE.fields(), *fs_fields()),
 )

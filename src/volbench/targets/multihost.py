@@ -31,6 +31,7 @@ from typing import Any
 
 from volbench.config.fields import Reader, did_you_mean
 from volbench.config.limits import Limits
+from volbench.config.spec import TextList
 from volbench.core.errors import Problem
 from volbench.remote.hosts import HostSpec
 from volbench.remote.session import Session, open_session
@@ -75,8 +76,11 @@ class MultiBuilt(Built):
     placements: tuple[Placement, ...] = ()
 
 
+HOSTS = TextList("hosts", help="hosts of the hosts: section, one load host each")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> HostsSpec:
-    names = tuple(r.text_list("hosts"))
+    names = tuple(r.get(HOSTS))
     if r.has("hosts") and not names:
         r.problem("hosts", "no hosts", "name at least one host from the hosts: section")
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -247,4 +251,5 @@ KIND = TargetKind(
     tools=("fio",),
     on_count=(0, MAX_HOSTS),
     loop_devices=lambda spec: 0,
+    fields=(HOSTS,),
 )

@@ -47,17 +47,19 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Field, Integer, Text, TextList
 from volbench.core.errors import CommandFailed, ResourceError
 from volbench.remote.hosts import NETNS_DIR, route_source, valid_netns
 from volbench.system import daemons, proc
 from volbench.system.block import blockstack, stackparse
 from volbench.system.block.disks import DiskSource, provide
-from volbench.system.block.filesystems import FsSpec, make_and_mount, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, make_and_mount, parse_fs
 from volbench.system.block.mounts import is_mounted, make_dir, make_tree, mount_info
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope, undoer
 from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.source import FIELDS as OWN_DISK_FIELDS
 from volbench.targets.source import parse_own_disk
 
 VERSIONS = ("3", "4", "4.0", "4.1", "4.2")
@@ -85,6 +87,19 @@ class NfsSpec(TargetSpec):
         return self.version.startswith("4")
 
 
+# `version` is read raw: YAML reads an unquoted 4.2 as a number.
+VERSION = Text("version", "4.2", choices=VERSIONS, help="NFS version")
+EXPORT_OPTIONS = TextList("export_options", list(DEFAULT_EXPORT), help="exportfs -o options")
+MOUNT_OPTIONS = TextList("mount_options", [], help="client mount -o options (not vers=)")
+THREADS = Integer("threads", 8, minimum=1, maximum=256, help="nfsd threads")
+CLIENT_NETNS = Text("client_netns", None,
+                    help="mount from this network namespace (a network hop); needs "
+                         "server_address")
+SERVER_ADDRESS = Text("server_address", CLIENT, help="the address the client mounts from")
+FIELDS: tuple[Field[Any], ...] = (VERSION, EXPORT_OPTIONS, MOUNT_OPTIONS, THREADS,
+                                  CLIENT_NETNS, SERVER_ADDRESS)
+
+
 def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
     if limits:
         r.problem(
@@ -97,29 +112,32 @@ def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
     fs = parse_fs(r) if source is not None else FsSpec("xfs")
     if source is not None and not fs.mounted:
         r.problem("fs", "an NFS export needs a filesystem", "use fs: xfs or ext4")
-    raw = r.raw("version", "4.2")
+    raw = r.raw(VERSION.name, VERSION.default)
     version = str(raw)
-    if version not in VERSIONS:
+    if version not in VERSION.choices:
         r.problem(
             "version",
-            f"'{raw}' is not one of: {', '.join(VERSIONS)}",
+            f"'{raw}' is not one of: {', '.join(VERSION.choices)}",
             'quote it in YAML: version: "4.2"',
         )
-        version = "4.2"
-    export = tuple(r.text_list("export_options", list(DEFAULT_EXPORT)))
+        version = VERSION.default
+    export = tuple(r.get(EXPORT_OPTIONS))
     if any(o.startswith("fsid=") for o in export) and version.startswith("4"):
         r.problem("export_options", "volbench sets fsid=0 for NFSv4 itself", "remove fsid=")
-    mount = tuple(r.text_list("mount_options", []))
+    mount = tuple(r.get(MOUNT_OPTIONS))
     if any(o.startswith(("vers=", "nfsvers=")) for o in mount):
         r.problem("mount_options", "the NFS version is set by version:", "remove vers=")
-    netns = r.text("client_netns") if r.has("client_netns") else None
+    # Read only when given, as they always were (a field read counts as known to the
+    # did-you-mean hint of an unknown one).
+    netns = r.get(CLIENT_NETNS) if r.has(CLIENT_NETNS.name) else None
     if netns is not None and not valid_netns(netns):
         r.problem(
             "client_netns",
             f"'{netns}' is not a network namespace name",
             "use letters, digits, '.', '_' or '-' (as in ip netns add)",
         )
-    server = r.text("server_address") if r.has("server_address") else CLIENT
+    server = (r.get(SERVER_ADDRESS) if r.has(SERVER_ADDRESS.name)
+              else str(SERVER_ADDRESS.default))
     if not _is_address(server):
         r.problem("server_address", f"'{server}' is not an IP address", "e.g. 10.213.1.1")
     if netns is not None and not r.has("server_address"):
@@ -137,7 +155,7 @@ def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
         version=version,
         export_options=export,
         mount_options=mount,
-        threads=r.integer("threads", 8, minimum=1, maximum=256),
+        threads=r.get(THREADS),
         client_netns=netns,
         server_address=server,
     )
@@ -383,4 +401,6 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("exportfs", "rpc.nfsd", "rpc.mountd", "rpcbind"),
+    # Its own disk's filesystem; mount_options (read by parse_fs too) is in FIELDS.
+    fields=(*FIELDS, *OWN_DISK_FIELDS, *fs_fields()[:2]),
 )

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.spec import Size, Text
 from volbench.system.block.devices import create_zram
-from volbench.system.block.filesystems import FsSpec, parse_fs
+from volbench.system.block.filesystems import FsSpec, fs_fields, parse_fs
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, present
 
 
@@ -20,9 +21,13 @@ class ZramSpec(TargetSpec):
     fs: FsSpec = FsSpec("ext4")
 
 
+SIZE = Size("size", "512M", help="the RAM disk's size")
+ALGORITHM = Text("algorithm", "", help="compression algorithm (default: the kernel's)")
+
+
 def parse(r: Reader, name: str, limits: Limits) -> ZramSpec:
-    algorithm = r.text("algorithm", "") or None
-    return ZramSpec(name, "zram", limits, size=r.size("size", "512M"), algorithm=algorithm,
+    algorithm = r.get(ALGORITHM) or None
+    return ZramSpec(name, "zram", limits, size=r.get(SIZE), algorithm=algorithm,
                     fs=parse_fs(r, default="ext4"))
 
 
@@ -34,4 +39,5 @@ def build(spec: ZramSpec, ctx: BuildContext) -> Iterator[Built]:
     yield present(ctx, spec, spec.fs, device, [device], info)
 
 
-KIND = TargetKind("zram", "a compressed RAM disk", parse, build, tools=("mkfs.ext4",))
+KIND = TargetKind("zram", "a compressed RAM disk", parse, build, tools=("mkfs.ext4",),
+                  fields=(SIZE, ALGORITHM, *fs_fields("ext4")))

@@ -21,6 +21,7 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.pathcheck import Place
+from volbench.config.spec import Field
 from volbench.core.errors import ParseError, Problem
 from volbench.core.model import Params, Parsed, Scalar
 from volbench.system.journal import Scope
@@ -156,6 +157,9 @@ class WorkloadKind:
     # is touched (raising an error that says how to install them); returns their versions
     # for the checked environment, which `volbench compare` warns about.
     programs: Callable[[Any], dict[str, str]] | None = None
+    # The kind's own fields, declared once (config/spec.py): read by `parse`, listed by the
+    # docs test against docs/workloads/.
+    fields: tuple[Field[Any], ...] = ()
 
 
 class LostHosts(ParseError):

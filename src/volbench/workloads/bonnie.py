@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, flag, whole
+from volbench.config.spec import Axis, Field, Integer, Size
 from volbench.core import units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
-from volbench.workloads.macro import read_user
+from volbench.workloads.macro import USER, read_user
 
 TOO_FAST = "too fast to measure (bonnie++ printed +++++)"
 MIB = 1024**2
@@ -111,16 +112,27 @@ def _mib_size(value: Any) -> str:
     return size_text(size)
 
 
+AXES: tuple[Axis[Any], ...] = (
+    Axis("size", "512M", convert=_mib_size, expected="a size such as 512M",
+         help="file size (-s), whole MiB, at least twice ram"),
+    Axis("files", 16, convert=whole(0, "a whole number (0 skips the test)"),
+         expected="a number of files in units of 1024",
+         help="files of the create/stat/delete test in units of 1024 (-n), 0 skips it"),
+    Axis("per_char", False, convert=flag, expected="true or false",
+         help="the slow per-character tests (without -f)"),
+    Axis("direct", False, convert=flag, expected="true or false", help="O_DIRECT (-D)"),
+    Axis("sync", False, convert=flag, expected="true or false",
+         help="fsync after every write (-b)"),
+)
+RAM = Size("ram", "256M", help="the RAM bonnie++ is told the machine has (-r)")
+CONCURRENCY = Integer("concurrency", 1, minimum=1, maximum=64,
+                      help="bonnie++'s concurrency (-c)")
+FIELDS: tuple[Field[Any], ...] = (*AXES, RAM, CONCURRENCY, USER)
+
+
 def parse(r: Reader, name: str) -> BonnieSpec:
-    matrix: dict[str, tuple[Scalar, ...]] = {
-        "size": tuple(r.axis("size", "512M", _mib_size, "a size such as 512M", "512M")),
-        "files": tuple(r.axis("files", 16, whole(0, "a whole number (0 skips the test)"),
-                              "a number of files in units of 1024", 16)),
-        "per_char": tuple(r.axis("per_char", False, flag, "true or false", False)),
-        "direct": tuple(r.axis("direct", False, flag, "true or false", False)),
-        "sync": tuple(r.axis("sync", False, flag, "true or false", False)),
-    }
-    ram = r.size("ram", "256M")
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in AXES}
+    ram = r.get(RAM)
     if ram % MIB or ram < MIB:
         r.problem("ram", "must be a whole number of MiB, at least 1M")
     for i, size in enumerate(matrix["size"]):
@@ -145,7 +157,7 @@ def parse(r: Reader, name: str) -> BonnieSpec:
         "bonnie++",
         matrix,
         ram=ram,
-        concurrency=r.integer("concurrency", 1, minimum=1, maximum=64),
+        concurrency=r.get(CONCURRENCY),
         user=user,
     )
     r.finish()
@@ -373,5 +385,6 @@ KIND = WorkloadKind(
     setup=setup,
     setup_key=setup_key,
     tools=("bonnie++",),
+    fields=FIELDS,
     working_set=working_set,
 )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, choice, flag, whole
+from volbench.config.spec import Axis
 from volbench.core import units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar, Series
@@ -60,15 +61,22 @@ def _bs(value: Any) -> str:
     return units.format_size(size)
 
 
+FIELDS: tuple[Axis[Any], ...] = (
+    Axis("op", ["write", "read"], convert=choice(OPS), expected="write or read",
+         help="write (if=/dev/zero) and/or read (of=/dev/null)"),
+    Axis("bs", "1M", convert=_bs, expected="a block size such as 1M",
+         help="block size, whole 512-byte sectors"),
+    Axis("count", 256, convert=whole(1, "a whole number of blocks"),
+         expected="a number of blocks", help="blocks per run"),
+    Axis("direct", True, convert=flag, expected="true or false",
+         help="oflag=direct / iflag=direct"),
+    Axis("file", "reuse", convert=choice(FILES), expected="reuse or fresh",
+         help="rewrite the laid-out file, or write a fresh one each run"),
+)
+
+
 def parse(r: Reader, name: str) -> DdSpec:
-    matrix: dict[str, tuple[Scalar, ...]] = {
-        "op": tuple(r.axis("op", ["write", "read"], choice(OPS), "write or read", "write")),
-        "bs": tuple(r.axis("bs", "1M", _bs, "a block size such as 1M", "1M")),
-        "count": tuple(r.axis("count", 256, whole(1, "a whole number of blocks"),
-                              "a number of blocks", 256)),
-        "direct": tuple(r.axis("direct", True, flag, "true or false", True)),
-        "file": tuple(r.axis("file", "reuse", choice(FILES), "reuse or fresh", "reuse")),
-    }
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in FIELDS}
     if "fresh" in matrix["file"] and "write" not in matrix["op"]:
         r.problem(
             "file",
@@ -283,6 +291,7 @@ KIND = WorkloadKind(
     setup=setup,
     setup_key=setup_key,
     after=after,
+    fields=FIELDS,
     tools=("dd",),
     working_set=working_set,
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 from volbench.config import fieldrules, loadspec, pathcheck
 from volbench.config.fields import Reader, choice, flag, percent, whole
+from volbench.config.spec import Axis, Field, Text, TextMap
 from volbench.core import units
 from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar, Series
@@ -64,8 +65,33 @@ def _seconds(value: Any) -> float:
     return seconds
 
 
+# The matrix axes of volbench's own job, in the order they are read.
+AXES: tuple[Axis[Any], ...] = (
+    Axis("rw", "randread", convert=choice(RW), expected="an fio rw mode",
+         help="I/O pattern: " + ", ".join(RW)),
+    Axis("bs", "4k", convert=_fio_size, expected="a block size such as 4k", help="block size"),
+    Axis("iodepth", 1, convert=whole(1, maximum=fieldrules.MAX_IODEPTH),
+         expected="a whole number", help="I/Os in flight per job"),
+    Axis("numjobs", 1, convert=whole(1, maximum=fieldrules.MAX_NUMJOBS),
+         expected="a whole number", help="jobs (processes) side by side"),
+    Axis("size", "256M", convert=_fio_size, expected="a size such as 1G",
+         help="the working set: one data file per size"),
+    Axis("runtime", "10s", convert=_seconds, expected="a duration such as 10s",
+         help="seconds of each run (time_based)"),
+    Axis("ioengine", "libaio", convert=str, expected="an fio ioengine", help="fio's ioengine"),
+    Axis("direct", True, convert=lambda v: int(flag(v)), expected="true or false",
+         help="O_DIRECT"),
+)
+# Only a matrix axis when given, and only for the mixed modes.
+RWMIXREAD = Axis("rwmixread", 50, convert=percent, expected="a percentage",
+                 help="percent reads of a mixed mode (rw, readwrite, randrw)")
+JOBFILE = Text("jobfile", None, help="your own fio job file instead of the matrix")
+OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)")
+FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
+
+
 def parse(r: Reader, name: str) -> FioSpec:
-    options = {str(k): str(v) for k, v in dict(r.sub("options", {}).data).items()}
+    options = r.get(OPTIONS)
     options_at = r.at("options")
     if r.has("jobfile"):
         for key in ("load", "sla"):
@@ -73,27 +99,16 @@ def parse(r: Reader, name: str) -> FioSpec:
                 r.raw(key)
                 r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
                           "remove jobfile: or remove " + key)
-        path = fieldrules.absolute(r.text("jobfile"), r.base)
+        path = fieldrules.absolute(r.get(JOBFILE), r.base)
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
                       "give the path of a fio job file, relative to the experiment file")
         r.finish()
         return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options,
                        options_at=options_at)
-    matrix: dict[str, tuple[Scalar, ...]] = {
-        "rw": tuple(r.axis("rw", "randread", choice(RW), "an fio rw mode", "randread")),
-        "bs": tuple(r.axis("bs", "4k", _fio_size, "a block size such as 4k", "4k")),
-        "iodepth": tuple(r.axis("iodepth", 1, whole(1, maximum=fieldrules.MAX_IODEPTH),
-                                "a whole number", 1)),
-        "numjobs": tuple(r.axis("numjobs", 1, whole(1, maximum=fieldrules.MAX_NUMJOBS),
-                                "a whole number", 1)),
-        "size": tuple(r.axis("size", "256M", _fio_size, "a size such as 1G", "256M")),
-        "runtime": tuple(r.axis("runtime", "10s", _seconds, "a duration such as 10s", 10.0)),
-        "ioengine": tuple(r.axis("ioengine", "libaio", str, "an fio ioengine", "libaio")),
-        "direct": tuple(r.axis("direct", True, lambda v: int(flag(v)), "true or false", 1)),
-    }
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in AXES}
     if r.has("rwmixread"):
-        matrix["rwmixread"] = tuple(r.axis("rwmixread", 50, percent, "a percentage", 50))
+        matrix["rwmixread"] = r.get(RWMIXREAD)
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
@@ -196,7 +211,7 @@ def rate_options(params: Params, offered: float | None, hosts: int) -> list[tupl
                 ("rate_process", "poisson")]
     share = offered / (int(params.get("numjobs", 1)) * hosts)
     if params.get("rw") in MIXED:
-        read = share * float(params.get("rwmixread", 50)) / 100.0
+        read = share * float(params.get("rwmixread", RWMIXREAD.default)) / 100.0
         rate = f"{max(1, round(read))},{max(1, round(share - read))}"
     else:
         rate = str(max(1, round(share)))
@@ -500,6 +515,6 @@ def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
 KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
-    tools=("fio",), working_set=working_set, confinement=confinement,
+    tools=("fio",), fields=FIELDS, working_set=working_set, confinement=confinement,
     service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )

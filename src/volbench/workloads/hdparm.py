@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from volbench.config.fields import Reader, flag
+from volbench.config.spec import Axis
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -38,11 +40,16 @@ class HdparmSpec(WorkloadSpec):
     pass
 
 
+FIELDS: tuple[Axis[Any], ...] = (
+    Axis("direct", False, convert=flag, expected="true or false",
+         help="O_DIRECT reads (hdparm --direct)"),
+    Axis("cached", True, convert=flag, expected="true or false",
+         help="also the cached read rate (-T)"),
+)
+
+
 def parse(r: Reader, name: str) -> HdparmSpec:
-    matrix: dict[str, tuple[Scalar, ...]] = {
-        "direct": tuple(r.axis("direct", False, flag, "true or false", False)),
-        "cached": tuple(r.axis("cached", True, flag, "true or false", True)),
-    }
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in FIELDS}
     r.finish()
     return HdparmSpec(name, "hdparm", matrix)
 
@@ -114,4 +121,5 @@ KIND = WorkloadKind(
     parse_output,
     estimate,
     tools=("hdparm",),
+    fields=FIELDS,
 )

@@ -29,9 +29,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from volbench.config.fields import Reader, flag
+from volbench.config.spec import Axis, Duration, Field, Integer, Text, TextMap
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
@@ -55,14 +56,17 @@ def times(real: float, user: float, sys_: float, tags: Mapping[str, str]) -> lis
     ]
 
 
-def read_user(r: Reader, key: str = "user") -> str | None:
+USER = Text("user", "", help="run as this user (it must exist on the machine)")
+
+
+def read_user(r: Reader) -> str | None:
     """An optional user name to run as; it must exist on this machine."""
-    name = r.text(key, "") or None
+    name = r.get(USER) or None
     if name is not None:
         try:
             pwd.getpwnam(name)
         except KeyError:
-            r.problem(key, f"no user '{name}' on this machine", "create it or remove user:")
+            r.problem(USER.name, f"no user '{name}' on this machine", "create it or remove user:")
     return name
 
 
@@ -89,12 +93,18 @@ def _files(value: Any) -> int:
     return value
 
 
+SMALLFILES_AXES: tuple[Axis[Any], ...] = (
+    Axis("files", 5000, convert=_files, expected="a number of files",
+         help="files in the generated source tree"),
+    Axis("sync", True, convert=flag, expected="true or false",
+         help="sync after each step, so the time includes writing to the disk"),
+)
+SEED = Integer("seed", 1, minimum=0, help="seed of the generated tree (same seed, same files)")
+
+
 def parse_smallfiles(r: Reader, name: str) -> SmallfilesSpec:
-    matrix: dict[str, tuple[Scalar, ...]] = {
-        "files": tuple(r.axis("files", 5000, _files, "a number of files", 5000)),
-        "sync": tuple(r.axis("sync", True, flag, "true or false", True)),
-    }
-    spec = SmallfilesSpec(name, "smallfiles", matrix, seed=r.integer("seed", 1, minimum=0))
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in SMALLFILES_AXES}
+    spec = SmallfilesSpec(name, "smallfiles", matrix, seed=r.get(SEED))
     r.finish()
     return spec
 
@@ -177,6 +187,7 @@ SMALLFILES = WorkloadKind(
     smallfiles_estimate,
     after=smallfiles_after,
     tools=("git",),
+    fields=(*SMALLFILES_AXES, SEED),
 )
 
 
@@ -224,8 +235,28 @@ def _argv(r: Reader, key: str, required: bool) -> tuple[str, ...]:
     return tuple(argv)
 
 
+@dataclass(frozen=True)
+class Argv(Field[tuple[str, ...]]):
+    """A command: a list of words, or a string split as a shell would (no shell runs it)."""
+
+    what: ClassVar[str] = "command"
+
+    def read(self, r: Reader) -> tuple[str, ...]:
+        return _argv(r, self.name, self.required)
+
+
+COMMAND_ARGV = Argv("command", help="the timed command, run in a directory on the target")
+SETUP = Argv("setup", None, help="an untimed command before the first run")
+CLEANUP = Argv("cleanup", None, help="an untimed command after every run")
+TIMEOUT = Duration("timeout", "1h", help="a run that takes longer is stopped and failed")
+ESTIMATE = Duration("estimate", "60s", help="expected seconds per run, for plans and progress")
+ENV = TextMap("env", None, help="environment variables of the commands")
+COMMAND_FIELDS: tuple[Field[Any], ...] = (
+    COMMAND_ARGV, SETUP, CLEANUP, TIMEOUT, ESTIMATE, ENV, USER)
+
+
 def parse_command(r: Reader, name: str) -> CommandSpec:
-    env = {str(k): str(v) for k, v in dict(r.sub("env", {}).data).items()}
+    env = r.get(ENV)
     for key in [k for k in env if k.startswith("VOLBENCH_")]:
         # $VOLBENCH_DIR is where the command may work (and a cleanup may delete): it
         # always names the directory on the target, never one the file chose.
@@ -235,11 +266,11 @@ def parse_command(r: Reader, name: str) -> CommandSpec:
         name,
         "command",
         {},
-        command=_argv(r, "command", True),
-        setup=_argv(r, "setup", False),
-        cleanup=_argv(r, "cleanup", False),
-        timeout=r.duration("timeout", "1h"),
-        expected=r.duration("estimate", "60s"),
+        command=r.get(COMMAND_ARGV),
+        setup=r.get(SETUP),
+        cleanup=r.get(CLEANUP),
+        timeout=r.get(TIMEOUT),
+        expected=r.get(ESTIMATE),
         env=env,
         user=read_user(r),
     )
@@ -306,4 +337,5 @@ COMMAND = WorkloadKind(
     setup=command_setup,
     setup_key=command_setup_key,
     after=command_after,
+    fields=COMMAND_FIELDS,
 )

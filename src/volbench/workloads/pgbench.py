@@ -30,6 +30,7 @@ from typing import Any
 
 from volbench.config import fieldrules, loadspec
 from volbench.config.fields import Reader
+from volbench.config.spec import Axis, Boolean, Field, Number, Text, TextList, TextMap
 from volbench.core import units
 from volbench.core.errors import ParseError
 from volbench.core.model import Histogram, Params, Parsed, Scalar, digest
@@ -166,8 +167,41 @@ def _pg_value(value: Any) -> str:
     return str(value)
 
 
+MODE = Axis("mode", "run", convert=_choice(MODES), expected="run or init",
+            help="run: measured pgbench runs; init: time pgbench -i itself")
+SCALE = Axis("scale", 10, convert=_scale, expected=SCALE_FORMS,
+             help="pgbench -s: " + SCALE_FORMS)
+# After a bad value parsing goes on with 1 client, not the default 10, so that the checks
+# that depend on it (threads, max_connections) add no complaint of their own.
+CLIENTS = Axis("clients", 10, convert=_positive, expected="a whole number", placeholder=1,
+               help="client connections (-c), per client host")
+THREADS = Axis("threads", 1, convert=_positive, expected="a whole number",
+               help="pgbench worker threads (-j), at most one per client")
+TRANSACTIONS = Axis("transactions", 1000, convert=_positive, expected="a whole number",
+                    help="transactions per client (-t), instead of duration")
+DURATION = Axis("duration", "60s", convert=_whole_seconds, expected="a duration such as 60s",
+                help="seconds of each run (-T), whole seconds")
+SCRIPT = Axis("script", "tpcb-like", convert=_script(None), expected="a builtin or a file",
+              help="a builtin (" + ", ".join(BUILTINS) + ") or a script file")
+QUERY_MODE = Axis("query_mode", "simple", convert=_choice(QUERY_MODES),
+                  expected="a pgbench -M mode", help="pgbench -M: " + ", ".join(QUERY_MODES))
+OPTIONS = TextList("options", [], help="more pgbench arguments for measured runs, verbatim")
+INIT_OPTIONS = TextList("init_options", [], help="more pgbench -i arguments, verbatim")
+INIT_STEPS_FIELD = Text("init_steps", "", help=f"pgbench -I steps, letters of {INIT_STEPS}")
+LOG_SAMPLING = Number("log_sampling", 1.0,
+                      help="fraction of transactions in the latency log (--sampling-rate)")
+CHECKPOINT = Boolean("checkpoint", True, help="CHECKPOINT after every measured run")
+PG_BIN = Text("pg_bin", "", help="bin directory of the PostgreSQL to use (default: found)")
+# Read by _cluster, key by key: each setting is checked against what volbench sets itself.
+SETTINGS = TextMap("settings", None, help="postgresql.conf settings of the throwaway cluster")
+FIELDS: tuple[Field[Any], ...] = (
+    MODE, SCALE, CLIENTS, THREADS, TRANSACTIONS, DURATION, SCRIPT, QUERY_MODE, OPTIONS,
+    INIT_OPTIONS, INIT_STEPS_FIELD, LOG_SAMPLING, CHECKPOINT, PG_BIN, SETTINGS,
+    *pgbench_hosts.FIELDS)
+
+
 def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
-    sr = r.sub("settings", {})
+    sr = r.sub(SETTINGS.name, {})
     user: dict[str, str] = {}
     for key, value in sr.data.items():
         problem = postgres.setting_problem(str(key))
@@ -191,7 +225,7 @@ def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
 
 def _pg_bin(r: Reader) -> str:
     """The explicit installation (`pg_bin: DIR`), absolute; "" = let pgfind search."""
-    text = r.text("pg_bin", "")
+    text = r.get(PG_BIN)
     if not text:
         return ""
     path = Path(text).expanduser().absolute()
@@ -211,11 +245,9 @@ def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
             r.problem("transactions", "cannot be combined with duration",
                       "give duration (pgbench -T) or transactions per client (-t), not both")
             r.raw("duration")
-        matrix["transactions"] = tuple(r.axis("transactions", 1000, _positive,
-                                              "a whole number", 1))
+        matrix["transactions"] = r.get(TRANSACTIONS)
     else:
-        matrix["duration"] = tuple(r.axis("duration", "60s", _whole_seconds,
-                                          "a duration such as 60s", 60.0))
+        matrix["duration"] = r.get(DURATION)
 
 
 def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: float) -> None:
@@ -233,25 +265,20 @@ def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: f
 
 def parse(r: Reader, name: str) -> PgbenchSpec:
     matrix: dict[str, tuple[Scalar, ...]] = {
-        "mode": tuple(r.axis("mode", "run", _choice(MODES), "run or init", "run")),
-        "scale": tuple(r.axis("scale", 10, _scale, SCALE_FORMS, 1)),
-        "clients": tuple(r.axis("clients", 10, _positive, "a whole number", 1)),
-        "threads": tuple(r.axis("threads", 1, _positive, "a whole number", 1)),
-    }
+        f.name: r.get(f) for f in (MODE, SCALE, CLIENTS, THREADS)}
     _length(r, matrix)
-    matrix["script"] = tuple(r.axis("script", "tpcb-like", _script(r.base), "a builtin or a file",
-                                    "tpcb-like"))
+    # Script files are taken from the experiment file's folder.
+    matrix["script"] = r.get(SCRIPT.converted_by(_script(r.base)))
     if r.has("query_mode"):
-        matrix["query_mode"] = tuple(r.axis("query_mode", "simple", _choice(QUERY_MODES),
-                                            "a pgbench -M mode", "simple"))
+        matrix["query_mode"] = r.get(QUERY_MODE)
     clients = [int(c) for c in matrix["clients"]]
     if min(int(t) for t in matrix["threads"]) > max(clients):
         r.problem("threads", "every value exceeds every clients value",
                   "pgbench runs at most one thread per client")
-    options = r.text_list("options", [])
-    init_options = r.text_list("init_options", [])
-    init_steps = r.text("init_steps", "")
-    log_sampling = r.number("log_sampling", 1.0)
+    options = r.get(OPTIONS)
+    init_options = r.get(INIT_OPTIONS)
+    init_steps = r.get(INIT_STEPS_FIELD)
+    log_sampling = r.get(LOG_SAMPLING)
     _check_lists(r, [*options, *init_options], init_steps, log_sampling)
     clients_from, listen = pgbench_hosts.parse_fields(r, [str(m) for m in matrix["mode"]])
     load = loadspec.parse(r, tuple(PGBENCH_SLA_STATS))
@@ -265,7 +292,7 @@ def parse(r: Reader, name: str) -> PgbenchSpec:
     spec = PgbenchSpec(name, "pgbench", matrix, cluster=_cluster(r, per_server),
                        init_steps=init_steps, init_options=tuple(init_options),
                        options=tuple(options), log_sampling=log_sampling,
-                       checkpoint=r.boolean("checkpoint", True), clients_from=clients_from,
+                       checkpoint=r.get(CHECKPOINT), clients_from=clients_from,
                        listen=listen, where=r.path, load=load)
     r.finish()
     return spec
@@ -510,5 +537,5 @@ KIND = WorkloadKind(
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     after=after, service=open_service, service_key=service_key,
     programs=programs, needs_root=True,
-    working_set=working_set, partial_results=True,
+    working_set=working_set, partial_results=True, fields=FIELDS,
 )

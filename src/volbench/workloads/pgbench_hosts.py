@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from volbench.config.fields import Reader, did_you_mean
+from volbench.config.spec import Field, Text, TextList
 from volbench.core.errors import ParseError, Problem
 from volbench.core.model import Histogram, Metric, Parsed, Series, digest
 from volbench.remote.hosts import HostSpec
@@ -67,10 +68,17 @@ HISTORY_SCRIPTS = ("tpcb-like", "simple-update")
 # -- the experiment file -------------------------------------------------------------------
 
 
+CLIENTS_FROM = TextList("clients_from", [], help="hosts (of the hosts: section) the measured "
+                                                   "runs come from, at the same moment")
+LISTEN = Text("listen", "", help="with clients_from: the one address of this machine the "
+                                 "hosts connect to")
+FIELDS: tuple[Field[Any], ...] = (CLIENTS_FROM, LISTEN)
+
+
 def parse_fields(r: Reader, modes: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
     """`clients_from` (host names) and `listen` (an address of this machine, optional)."""
-    names = tuple(r.text_list("clients_from", []))
-    listen = r.text("listen", "") or None
+    names = tuple(r.get(CLIENTS_FROM))
+    listen = r.get(LISTEN) or None
     if r.has("clients_from") and not names:
         r.problem("clients_from", "no hosts", "name hosts of the hosts: section, or remove it")
     for dup in sorted({n for n in names if names.count(n) > 1}):

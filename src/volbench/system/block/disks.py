@@ -19,11 +19,13 @@ Loop disks made from fresh images are exempt: they cannot hold anyone's data.
 
 A target module uses it like this:
 
-    source = disks.parse_source(r, default_count=2)          # in parse()
+    SOURCE = disks.SourceRules(default_count=2)               # its rules, once
+    source = disks.parse_source(r, SOURCE)                    # in parse()
     found = disks.provide(ctx.scope, ctx.recipe, source, ctx.workdir)   # in build()
     devices = [d.device for d in found]
     KIND = TargetKind(..., loop_devices=lambda s: s.source.loop_devices,
-                      disk_space=lambda s: s.source.disk_space)
+                      disk_space=lambda s: s.source.disk_space,
+                      fields=(..., *SOURCE.fields()))
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from volbench.config.fields import Reader
+from volbench.config.spec import Boolean, Field, Integer, Size, Text
 from volbench.core.errors import Problem, UnsafeDevice
 from volbench.system.block import guard
 from volbench.system.block.devices import attach_loop, create_image
@@ -111,8 +114,55 @@ def stable_problem(path: str) -> str | None:
     )
 
 
+WIPE = Boolean("wipe", False, help="erase old signatures of the listed disks (docs/safety.md); "
+                                   "the default of every listed disk")
+DEVICE = Text("device", None, help="one disk by stable name: the same as devices: [PATH]")
+PREALLOCATE = Boolean("preallocate", False, help="fresh loop disks: write the images fully first")
+
+
+@dataclass(frozen=True)
+class Devices(Field[list[ListedDisk]]):
+    """Disks by stable name: paths, or {path, wipe} mappings (`wipe:` beside them is their
+    default)."""
+
+    what: ClassVar[str] = "list of disks"
+
+    def read(self, r: Reader) -> list[ListedDisk]:
+        return _listed(r, r.get(WIPE))
+
+
+DEVICES = Devices("devices", None, help="disks by stable name (/dev/disk/by-id/…), or "
+                                        "{path, wipe}")
+
+
+@dataclass(frozen=True)
+class SourceRules:
+    """How many disks a target type takes, and whether fresh loop disks will do."""
+
+    default_count: int = 1
+    minimum: int = 1
+    maximum: int = 64
+    allow_loop: bool = True
+    default_size: str = "1G"
+    min_size: int = 16 * 1024**2
+
+    @property
+    def disks(self) -> Integer:
+        return Integer("disks", self.default_count, minimum=self.minimum,
+                       maximum=self.maximum, help="fresh loop disks (without devices:)")
+
+    @property
+    def size(self) -> Size:
+        return Size("size", self.default_size, help="size of each fresh loop disk")
+
+    def fields(self) -> tuple[Field[Any], ...]:
+        """The fields parse_source reads under these rules."""
+        listed: tuple[Field[Any], ...] = (DEVICES, WIPE)
+        return (*listed, self.disks, self.size, PREALLOCATE) if self.allow_loop else listed
+
+
 def _listed(r: Reader, wipe_default: bool) -> list[ListedDisk]:
-    value = r.raw("devices", None)
+    value = r.raw(DEVICES.name, None)
     if value is None:
         return []
     if not isinstance(value, list) or not value:
@@ -143,18 +193,13 @@ def _listed(r: Reader, wipe_default: bool) -> list[ListedDisk]:
     return found
 
 
-def parse_source(
-    r: Reader,
-    *,
-    default_count: int = 1,
-    minimum: int = 1,
-    maximum: int = 64,
-    allow_loop: bool = True,
-    default_size: str = "1G",
-    min_size: int = 16 * 1024**2,
-) -> DiskSource:
-    """Read `devices`/`wipe` or `disks`/`size`/`preallocate` from a target's fields."""
-    wipe = r.boolean("wipe", False)
+def parse_source(r: Reader, rules: SourceRules = SourceRules(), **overrides: Any
+                 ) -> DiskSource:
+    """Read `devices`/`wipe` or `disks`/`size`/`preallocate` from a target's fields.
+    Keyword arguments (default_count=2, allow_loop=False …) override fields of `rules`."""
+    rules = dataclasses.replace(rules, **overrides)
+    minimum, maximum = rules.minimum, rules.maximum
+    wipe = r.get(WIPE)
     listed = _listed(r, wipe)
     if listed:
         if r.has("disks") and r.integer("disks") != len(listed):
@@ -174,7 +219,7 @@ def parse_source(
         if not minimum <= len(listed) <= maximum:
             r.problem("devices", f"this target takes {minimum}..{maximum} disks, got {len(listed)}")
         return DiskSource(tuple(listed), count=len(listed))
-    if not allow_loop:
+    if not rules.allow_loop:
         r.problem(
             "devices",
             "is required: this target is made on disks you list",
@@ -188,11 +233,11 @@ def parse_source(
             "applies to listed devices only (fresh loop disks are empty)",
             "remove wipe: or list devices",
         )
-    count = r.integer("disks", default_count, minimum=minimum, maximum=maximum)
-    size = r.size("size", default_size)
-    if r.has("size") and size < min_size:
-        r.problem("size", f"must be at least {min_size // 1024**2}M")
-    return DiskSource((), count, size, r.boolean("preallocate", False))
+    count = r.get(rules.disks)
+    size = r.get(rules.size)
+    if r.has("size") and size < rules.min_size:
+        r.problem("size", f"must be at least {rules.min_size // 1024**2}M")
+    return DiskSource((), count, size, r.get(PREALLOCATE))
 
 
 def provide(scope: Scope, recipe: Recipe, source: DiskSource, workdir: Path) -> list[Disk]:

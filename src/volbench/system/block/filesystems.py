@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.spec import Field, Text, TextList
 from volbench.system.block.mounts import mount
 from volbench.system.host.tools import require
 from volbench.system.journal import Scope
@@ -25,11 +27,22 @@ class FsSpec:
         return self.fs != "none"
 
 
-def parse_fs(r: Reader, default: str = "xfs") -> FsSpec:
+FS = Text("fs", "xfs", choices=FILESYSTEMS, help="the filesystem made on the device; none: "
+                                                 "the raw device")
+MKFS_OPTIONS = TextList("mkfs_options", [], help="more mkfs arguments")
+MOUNT_OPTIONS = TextList("mount_options", [], help="mount -o options")
+
+
+def fs_fields(default: str = FS.default) -> tuple[Field[Any], ...]:
+    """The filesystem fields of a target type whose default filesystem is `default`."""
+    return (FS.defaulting(default), MKFS_OPTIONS, MOUNT_OPTIONS)
+
+
+def parse_fs(r: Reader, default: str = FS.default) -> FsSpec:
     return FsSpec(
-        fs=r.text("fs", default, choices=FILESYSTEMS),
-        mkfs_options=tuple(r.text_list("mkfs_options", [])),
-        mount_options=tuple(r.text_list("mount_options", [])),
+        fs=r.get(FS.defaulting(default)),
+        mkfs_options=tuple(r.get(MKFS_OPTIONS)),
+        mount_options=tuple(r.get(MOUNT_OPTIONS)),
     )
 
 

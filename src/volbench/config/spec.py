@@ -1,0 +1,200 @@
+"""Fields declared once: each field's name, type, default, choices, bounds and one line of help.
+
+A target or workload kind lists its fields in one table (a tuple of these declarations);
+its parse function reads each with `Reader.get(FIELD)`, and the docs test checks every
+declared field against the kind's docs page, so a default is written in one place only.
+The reading itself is the Reader's (config/fields.py): the same one-pass collection of
+problems, the same messages and did-you-mean hints whether a field is declared or not.
+The model is PerfKitBenchmarker's option decoders (one object per option holding its
+default and checks); the one-pass reading with a path and a fix per problem is volbench's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from volbench.config.fields import REQUIRED, Reader
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Field(ABC, Generic[T]):
+    """One field read as a single value. `default` REQUIRED: the field must be given;
+    None: it may be left out and has no default (the reader's empty value)."""
+
+    name: str
+    default: Any = REQUIRED
+    help: str = ""
+    # What a value is, in the words of `volbench fields`.
+    what: ClassVar[str] = "text"
+
+    @abstractmethod
+    def read(self, r: Reader) -> T:
+        """The field's value from `r`, problems recorded there."""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def defaulting(self, value: Any) -> Field[T]:
+        """The same field with a default worked out at parse time from other fields (the
+        declaration's help says how; its own default is None)."""
+        return replace(self, default=value)
+
+    def shown(self) -> str | None:
+        """The default as an experiment file (and the docs) write it; None: none to show."""
+        return show(self.default)
+
+    def rules(self) -> str:
+        """Choices and bounds in words ("" when there are none)."""
+        return ""
+
+
+def show(value: Any) -> str | None:
+    """A default as YAML writes it (true, 4k, [write, read]); None for no default."""
+    if value is REQUIRED or value is None or value == "" or value == []:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(str(show(v)) for v in value) + "]"
+    return str(value)
+
+
+def _bounds(minimum: float | None, maximum: float | None) -> str:
+    if minimum is not None and minimum == maximum:
+        return f"exactly {minimum}"
+    if minimum is not None and maximum is not None:
+        return f"{minimum} … {maximum}"
+    if minimum is not None:
+        return f"at least {minimum}"
+    return f"at most {maximum}" if maximum is not None else ""
+
+
+@dataclass(frozen=True)
+class Text(Field[str]):
+    choices: tuple[str, ...] = ()
+
+    def read(self, r: Reader) -> str:
+        return r.text(self.name, self.default, self.choices)
+
+    def rules(self) -> str:
+        return " | ".join(self.choices)
+
+
+@dataclass(frozen=True)
+class Integer(Field[int]):
+    what: ClassVar[str] = "whole number"
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def read(self, r: Reader) -> int:
+        return r.integer(self.name, self.default, self.minimum, self.maximum)
+
+    def rules(self) -> str:
+        return _bounds(self.minimum, self.maximum)
+
+
+@dataclass(frozen=True)
+class Number(Field[float]):
+    what: ClassVar[str] = "number"
+
+    def read(self, r: Reader) -> float:
+        return r.number(self.name, self.default)
+
+
+@dataclass(frozen=True)
+class Boolean(Field[bool]):
+    what: ClassVar[str] = "true/false"
+
+    def read(self, r: Reader) -> bool:
+        return r.boolean(self.name, self.default)
+
+
+@dataclass(frozen=True)
+class Size(Field[int]):
+    what: ClassVar[str] = "size"
+
+    def read(self, r: Reader) -> int:
+        return r.size(self.name, self.default)
+
+
+@dataclass(frozen=True)
+class Duration(Field[float]):
+    what: ClassVar[str] = "duration"
+
+    def read(self, r: Reader) -> float:
+        return r.duration(self.name, self.default)
+
+
+@dataclass(frozen=True)
+class TextList(Field[list[str]]):
+    what: ClassVar[str] = "list"
+
+    def read(self, r: Reader) -> list[str]:
+        # A fresh list per read: a default list is never shared between specs.
+        default = list(self.default) if isinstance(self.default, list) else self.default
+        return r.text_list(self.name, default)
+
+
+@dataclass(frozen=True)
+class TextMap(Field[dict[str, str]]):
+    """A mapping of names to values, both taken as text (fio options, environment)."""
+
+    what: ClassVar[str] = "mapping"
+
+    def read(self, r: Reader) -> dict[str, str]:
+        default = {} if self.default is None else self.default
+        return {str(k): str(v) for k, v in dict(r.sub(self.name, default).data).items()}
+
+
+@dataclass(frozen=True)
+class Location(Field[Path]):
+    what: ClassVar[str] = "path"
+
+    def read(self, r: Reader) -> Path:
+        return r.location(self.name, self.default)
+
+
+@dataclass(frozen=True)
+class Axis(Field[tuple[T, ...]]):
+    """A matrix dimension: one value or a list, each converted by `convert` (a ValueError's
+    message is what the user reads). After a bad value parsing goes on with `placeholder`:
+    the default (its first value for a list), converted, unless one is given."""
+
+    what: ClassVar[str] = "axis"
+
+    convert: Callable[[Any], T] = field(default=lambda v: v, kw_only=True)
+    # What the message says when a converter's error carries no text of its own.
+    expected: str = field(default="", kw_only=True)
+    placeholder: Any = field(default=REQUIRED, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.placeholder is REQUIRED and self.default is not REQUIRED:
+            first = self.default[0] if isinstance(self.default, list) else self.default
+            # Converting the default also checks it, once, when the module is imported.
+            object.__setattr__(self, "placeholder", self.convert(first))
+
+    def read(self, r: Reader) -> tuple[T, ...]:
+        return tuple(r.axis(self.name, self.default, self.convert, self.expected,
+                            self.placeholder))
+
+    def converted_by(self, convert: Callable[[Any], T]) -> Axis[T]:
+        """The same field with a converter made at parse time (one that needs the
+        experiment file's folder, say); the placeholder stays the declared one."""
+        return replace(self, convert=convert)
+
+
+def rows(table: Sequence[Field[Any]]) -> list[tuple[str, str, str, str]]:
+    """(field, default, what it takes, help) per declared field, for `volbench fields`."""
+    out = []
+    for f in table:
+        default = "required" if f.required else (f.shown() or "-")
+        rules = f.rules()
+        out.append((f.name, default, f.what + (f": {rules}" if rules else ""), f.help))
+    return out
