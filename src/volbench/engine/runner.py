@@ -45,7 +45,7 @@ from volbench.system.block.mounts import make_dir, make_tree
 from volbench.system.host import hostinfo, tools
 from volbench.system.recipe import Recipe
 from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target, placeholder
+from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import (
     HostFacts,
@@ -206,6 +206,8 @@ class Session:
                 self.outcome.failed_targets[name] = msg
                 self.progress.note(f"target {name} could not be built: {msg}")
                 continue
+            if self.exp.repeat.until == "steady":
+                precondition.after_steady_rounds(built[name].info)
             self.store.save_target(self.id, name, spec.type, "built", built[name].info)
         return built
 
@@ -315,7 +317,7 @@ class Session:
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"target_state": precondition.run_state(built)}
         working_set = kind.working_set(spec, run.params)
         if working_set:
             extra["working_set_bytes"] = working_set

@@ -1,0 +1,224 @@
+"""Preconditioning a built target (discard, fill) and the state it is measured in.
+
+`precondition: {discard: true, fill: 2x}` (config/precondition.py) runs once per target
+build, untimed, before any run:
+- `discard`: blkdiscard of the layout's block device before its filesystem is made
+  (`discard_before_mkfs`, called where each layout makes its filesystem). Only on
+  devices volbench made itself, or listed disks marked `wipe: true` (`problems`, checked
+  when the file is read and again right before the discard).
+- `fill: Nx`: N sequential passes of 128 KiB direct writes with fio (`fill`, called by
+  `open_target` before the throttle exists, so it runs at the device's own speed): over
+  the whole device of a raw target; on a mounted target over one file that takes the
+  filesystem's free space, removed after each pass. The workloads' files do not exist
+  yet when the target is built, and each may be any size; the free space holds every
+  block any of them can land on. Without the `discard` mount option the filesystem does
+  not pass the removal down, so the device below (loop image, thin pool, SSD) keeps the
+  blocks written.
+The target's state (`state`) goes into its info and into every run's annotations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from volbench.core.errors import ResourceError, UnsafeDevice, VolbenchError
+from volbench.system.block import diskstats
+from volbench.system.block.disks import DiskSource
+from volbench.system.host.tools import require
+
+if TYPE_CHECKING:  # base.present calls in here
+    from volbench.targets.base import BuildContext, Built, TargetSpec
+
+BLOCK = 128 * 1024
+# Kinds whose block device volbench makes itself (loop images, zram, LVs, md arrays).
+MADE_DEVICE = ("loopdisk", "btrfs", "zram", "image", "lvm", "mdraid")
+# Kinds whose device is a disk the user lists (or an iSCSI LUN of one).
+LISTED_DEVICE = ("disk", "iscsi")
+# Kinds on a filesystem volbench did not make: filling it would fill the user's.
+FOREIGN_FS = ("directory", "hosts")
+FILL_FILE = ".volbench-precondition.fill"
+STATES = ("fresh", "filled", "preconditioned", "unknown")
+
+
+def _sources(spec: TargetSpec) -> list[DiskSource]:
+    return [v for v in vars(spec).values() if isinstance(v, DiskSource)]
+
+
+def _unwiped(spec: TargetSpec) -> list[str]:
+    return [d.path for s in _sources(spec) for d in s.listed if not d.wipe]
+
+
+def problems(spec: TargetSpec, others: Mapping[str, TargetSpec] | None = None
+             ) -> list[tuple[str, str, str]]:
+    """(field, what is wrong, fix) for a precondition this target may not get; `others`
+    (every target by name) lets a fill see a directory target under an `on:` chain."""
+    pre, out = spec.precondition, []
+    if pre.discard:
+        why = _discard_refusal(spec)
+        if why:
+            out.append(("precondition.discard", why[0], why[1]))
+    foreign = _foreign_below(spec, others or {})
+    if pre.fill and foreign:
+        out.append(("precondition.fill",
+                    f"target {foreign} is on a filesystem volbench did not make: filling "
+                    "its free space would fill yours",
+                    "use a loopdisk or image target for preconditioning, or remove fill"))
+    return out
+
+
+def _foreign_below(spec: TargetSpec, others: Mapping[str, TargetSpec]) -> str | None:
+    """The name of the first target in spec's `on:` chain (itself included) that sits on
+    a filesystem of the user's."""
+    todo, seen = [spec], set()
+    while todo:
+        one = todo.pop()
+        if one.type in FOREIGN_FS:
+            return one.name
+        seen.add(one.name)
+        todo += [others[d] for d in one.on if d in others and d not in seen]
+    return None
+
+
+def _discard_refusal(spec: TargetSpec) -> tuple[str, str] | None:
+    if spec.type in MADE_DEVICE:
+        return None
+    if spec.type in LISTED_DEVICE:
+        if spec.on:
+            return (f"the device of this {spec.type} target belongs to target "
+                    f"{', '.join(spec.on)}", "put precondition: {discard: true} on that target")
+        unwiped = _unwiped(spec)
+        if unwiped:
+            return (f"discard erases every block; {', '.join(unwiped)} is a disk you listed "
+                    "without wipe: true", "add wipe: true to that disk if its data may go, "
+                    "or remove discard")
+        return None
+    return (f"a {spec.type} target has no block device of volbench's own to discard",
+            "remove discard (discard the target it is built on instead)")
+
+
+def discard_before_mkfs(ctx: BuildContext, spec: TargetSpec, devices: Sequence[str]) -> None:
+    """blkdiscard the layout's devices if the spec asks; before mkfs, which would be lost.
+
+    mkfs.xfs and mkfs.ext4 discard by default too; this discard also covers `fs: none`
+    and mkfs options that turn theirs off, and is recorded with its time."""
+    if not spec.precondition.discard:
+        return
+    refused = [p for p in problems(spec) if p[0].endswith("discard")]
+    if refused:  # checked when the file was read; a second look costs nothing
+        raise UnsafeDevice(", ".join(devices), refused[0][0], refused[0][1])
+    started = time.monotonic()
+    for device in devices:
+        ctx.recipe.run([require("blkdiscard"), device], timeout=600)
+    ctx.preconditioned["discard"] = {"devices": list(devices),
+                                     "seconds": round(time.monotonic() - started, 3)}
+
+
+def fill(ctx: BuildContext, spec: TargetSpec, built: Built) -> None:
+    """Write the device, or the filesystem's free space, `fill` times (see the module)."""
+    passes = spec.precondition.fill
+    if not passes:
+        return
+    if built.path is not None:
+        free = os.statvfs(built.path)
+        room = free.f_bfree * free.f_frsize  # as root, the reserved blocks too
+        # Room for the filesystem's own metadata while the file grows.
+        size = (room - max(8 * 2**20, room // 50)) // BLOCK * BLOCK
+        target, what = str(built.path / FILL_FILE), "free space of the filesystem"
+    elif built.block_device is not None:
+        size = _device_size(built.block_device) // BLOCK * BLOCK
+        target, what = built.block_device, "whole device"
+    else:
+        raise ResourceError(f"target {spec.name}: nothing to fill (no device, no directory)")
+    if size < BLOCK:
+        raise ResourceError(f"target {spec.name}: no room to fill ({size} bytes free)")
+    started, written, seconds = time.monotonic(), 0, []
+    # The kernel's count beside fio's: what reached the devices under any filesystem.
+    before = diskstats.read(built.devices)
+    for n in range(passes):
+        begun = time.monotonic()
+        written += _fio_pass(ctx, target, size, ctx.workdir / f"precondition-{n + 1}.json")
+        seconds.append(round(time.monotonic() - begun, 3))
+        if built.path is not None:
+            Path(target).unlink(missing_ok=True)
+    ctx.preconditioned["fill"] = {
+        "passes": passes, "what": what, "bytes_per_pass": size, "bytes_written": written,
+        "device_bytes_written": (diskstats.read(built.devices) - before).write_bytes,
+        "seconds": round(time.monotonic() - started, 3), "pass_seconds": seconds}
+
+
+def _device_size(device: str) -> int:
+    with open(device, "rb") as f:
+        return f.seek(0, os.SEEK_END)
+
+
+def _fio_pass(ctx: BuildContext, target: str, size: int, output: Path) -> int:
+    """One sequential pass; the bytes fio says it wrote."""
+    argv = [require("fio"), "--name=precondition", f"--filename={target}", "--rw=write",
+            f"--bs={BLOCK}", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+            "--fallocate=none", f"--size={size}", "--output-format=json",
+            f"--output={output}"]
+    # Generous: 2 MiB/s is slower than any disk class volbench throttles to.
+    try:
+        ctx.recipe.run(argv, timeout=300 + size / (2 * 2**20))
+        text = output.read_text()
+    finally:  # the target's directory must be empty for its teardown
+        output.unlink(missing_ok=True)
+    report = json.loads(text[text.index("{"):])
+    return int(sum(job["write"]["io_bytes"] for job in report["jobs"]))
+
+
+def base_state(spec: TargetSpec, deps: dict[str, Built]) -> str:
+    """The state before preconditioning: fresh when volbench made every device from
+    nothing, the dependency's state for a target built on another, unknown otherwise."""
+    if spec.on:
+        states = {str(deps[d].info.get("state", {}).get("state", "unknown"))
+                  for d in spec.on if d in deps}
+        return states.pop() if len(states) == 1 else "unknown"
+    if spec.type in FOREIGN_FS or any(s.is_listed for s in _sources(spec)):
+        return "unknown"
+    return "fresh" if spec.type in MADE_DEVICE + LISTED_DEVICE else "unknown"
+
+
+def state(spec: TargetSpec, deps: dict[str, Built], done: dict[str, Any]) -> dict[str, Any]:
+    """The recorded state: preconditioned (discard + fill), filled, fresh (made by
+    volbench, or discarded, and nothing written but mkfs) or unknown (your disks)."""
+    pre = spec.precondition
+    if pre.fill and pre.discard:
+        name = "preconditioned"
+    elif pre.fill:
+        name = "filled"
+    elif pre.discard:
+        name = "fresh"
+    else:
+        name = base_state(spec, deps)
+    out: dict[str, Any] = {"state": name}
+    if pre:
+        out["precondition"] = {"discard": pre.discard, "fill": pre.fill, **done}
+    return out
+
+
+def run_state(built: Built) -> dict[str, Any]:
+    """The target's state as one run starts: its recorded state, and the probe's facts
+    now (a thin pool fills as runs touch blocks for the first time)."""
+    recorded = built.info.get("state", {})
+    out: dict[str, Any] = {"state": recorded.get("state", "unknown")}
+    if built.probe is not None:
+        try:
+            out.update(built.probe())
+        except VolbenchError as exc:  # a fact missing is no reason to fail the run
+            out["probe_error"] = str(exc)
+    return out
+
+
+def after_steady_rounds(info: dict[str, Any]) -> None:
+    """A filled target whose workloads repeat until steady is preconditioned (SNIA's
+    fill, then rounds until the steady-state window holds)."""
+    recorded = info.get("state")
+    if isinstance(recorded, dict) and recorded.get("state") == "filled":
+        recorded["state"] = "preconditioned"
+        recorded["how"] = "fill, then rounds until steady (repeat: {until: steady})"
