@@ -198,7 +198,8 @@ def state(spec: TargetSpec, deps: dict[str, Built], done: dict[str, Any]) -> dic
         name = base_state(spec, deps)
     out: dict[str, Any] = {"state": name}
     if pre:
-        out["precondition"] = {"discard": pre.discard, "fill": pre.fill, **done}
+        # What the file asked for, then what was done (devices, bytes, seconds).
+        out["precondition"] = {"asked": {"discard": pre.discard, "fill": pre.fill}, **done}
     return out
 
 

@@ -1,0 +1,119 @@
+"""precondition: on targets: the field, the refusals (docs/safety.md), the recorded state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from volbench.config.precondition import Precondition
+from volbench.core.errors import ExperimentError
+from volbench.engine.experiment import parse_document
+from volbench.targets import precondition
+from volbench.targets.base import Built
+
+D = "/dev/disk/by-id/virtio-d{}".format
+
+
+def doc(*targets: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"targets": list(targets), "workloads": [{"name": "f", "tool": "fio"}], **more}
+
+
+def problems(*targets: dict[str, Any]) -> list[str]:
+    with pytest.raises(ExperimentError) as info:
+        parse_document(doc(*targets))
+    return [line.strip() for line in str(info.value).splitlines()[1:]]
+
+
+def loop(pre: Any, **more: Any) -> dict[str, Any]:
+    return {"name": "l", "type": "loopdisk", "size": "512M", "precondition": pre, **more}
+
+
+def test_the_field() -> None:
+    exp = parse_document(doc(loop({"discard": True, "fill": "2x"}),
+                             loop({"fill": "3X"}, name="m"), loop({"fill": 1}, name="n"),
+                             {"name": "p", "type": "loopdisk"}))
+    assert [t.precondition for t in exp.targets] == [
+        Precondition(True, 2), Precondition(False, 3), Precondition(False, 1), Precondition()]
+    assert not Precondition() and Precondition(fill=1)
+
+
+def test_bad_values_are_named_with_their_fix() -> None:
+    assert problems(loop({"fill": "two"})) == [
+        "targets[0].precondition.fill: expected a count such as 1x or 2x, got 'two' "
+        "(write it as 1x, 2x or 3x)"]
+    assert problems(loop({"fill": "11x"})) == [
+        "targets[0].precondition.fill: expected 0x to 10x, got '11x' (write it as 1x, 2x or 3x)"]
+    assert problems(loop({"fil": "2x"}))[0].startswith(
+        "targets[0].precondition.fil: unknown field (did you mean 'fill'?)")
+    assert problems(loop({})) == [
+        "targets[0].precondition: asks for nothing "
+        "(set discard: true and/or fill: 2x, or remove it)"]
+    assert problems(loop({"discard": "yes please"}))[0].startswith(
+        "targets[0].precondition.discard: expected true or false")
+
+
+def test_discard_only_where_volbench_made_the_device_or_wipe_is_true() -> None:
+    disk = {"name": "d", "type": "disk", "device": D(1), "fs": "none",
+            "precondition": {"discard": True}}
+    assert problems(disk) == [
+        f"targets[0].precondition.discard: discard erases every block; {D(1)} is a disk you "
+        "listed without wipe: true (add wipe: true to that disk if its data may go, or "
+        "remove discard)"]
+    parse_document(doc({**disk, "wipe": True}))
+    lvm = {"name": "v", "type": "lvm", "devices": [D(1), {"path": D(2), "wipe": True}],
+           "precondition": {"discard": True}}
+    parse_document(doc(lvm))  # the LV is volbench's own, whatever it sits on
+    iscsi = {"name": "i", "type": "iscsi", "devices": [D(3)], "precondition": {"discard": True}}
+    assert "without wipe: true" in problems(iscsi)[0]
+    parse_document(doc(loop({"discard": True}), {"name": "z", "type": "zram",
+                                                 "precondition": {"discard": True}}))
+
+
+def test_no_discard_or_fill_on_a_filesystem_of_yours(tmp_path: Any) -> None:
+    directory = {"name": "dir", "type": "directory", "path": str(tmp_path),
+                 "precondition": {"discard": True, "fill": "1x"}}
+    found = problems(directory)
+    assert found[0] == (
+        "targets[0].precondition.discard: a directory target has no block device of volbench's "
+        "own to discard (remove discard (discard the target it is built on instead))")
+    assert found[1] == (
+        "targets[0].precondition.fill: target dir is on a filesystem volbench did not make: "
+        "filling its free space would fill yours (use a loopdisk or image target for "
+        "preconditioning, or remove fill)")
+    # through an `on:` chain: an image on the directory would fill it just the same
+    plain = {k: v for k, v in directory.items() if k != "precondition"}
+    image = {"name": "img", "type": "image", "size": "64M", "on": ["dir"],
+             "precondition": {"fill": "1x"}}
+    assert problems(plain, image) == [
+        "targets[1].precondition.fill: target dir is on a filesystem volbench did not make: "
+        "filling its free space would fill yours (use a loopdisk or image target for "
+        "preconditioning, or remove fill)"]
+    parse_document(doc(plain, {**image, "precondition": {"discard": True}}))
+
+
+def test_the_recorded_state() -> None:
+    exp = parse_document(doc(
+        loop({"discard": True, "fill": "2x"}, name="both"), loop({"fill": "1x"}, name="fill"),
+        loop({"discard": True}, name="discard"), {"name": "new", "type": "loopdisk"},
+        {"name": "yours", "type": "disk", "device": D(1)},
+        {"name": "on-yours", "type": "image", "size": "64M", "on": ["yours"]}))
+    made = {n: precondition.state(exp.target(n), {}, {})["state"]
+            for n in ("both", "fill", "discard", "new", "yours")}
+    assert made == {"both": "preconditioned", "fill": "filled", "discard": "fresh",
+                    "new": "fresh", "yours": "unknown"}
+    deps = {"yours": Built("yours", "disk", None, info={"state": {"state": "unknown"}})}
+    assert precondition.state(exp.target("on-yours"), deps, {}) == {"state": "unknown"}
+    info = {"state": precondition.state(exp.target("fill"), {}, {"fill": {"passes": 1}})}
+    assert info["state"]["precondition"] == {"asked": {"discard": False, "fill": 1},
+                                             "fill": {"passes": 1}}
+    precondition.after_steady_rounds(info)
+    assert info["state"]["state"] == "preconditioned"
+    assert "until steady" in info["state"]["how"]
+
+
+def test_each_run_reads_the_probe() -> None:
+    built = Built("t", "lvm", None, info={"state": {"state": "filled"}},
+                  probe=lambda: {"thin_pool_data_percent": 97.5})
+    assert precondition.run_state(built) == {"state": "filled", "thin_pool_data_percent": 97.5}
+    assert precondition.run_state(Built("t", "loopdisk", None)) == {"state": "unknown"}
