@@ -12,6 +12,7 @@ import pytest
 from test_guard import loop
 
 from support import tool
+from volbench.cli.main import main
 from volbench.config.precondition import Precondition
 from volbench.core.errors import ExperimentError, UnsafeDevice
 from volbench.engine.experiment import parse_document
@@ -65,8 +66,8 @@ def test_discard_punches_the_loop_image(workdir: Path, discard: bool) -> None:
 
 
 @pytest.mark.root
-def test_fill_writes_the_raw_device_twice_and_the_runs_record_it(workdir: Path,
-                                                                  tmp_path: Path) -> None:
+def test_fill_writes_the_raw_device_twice_and_the_runs_record_it(
+        workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tool("fio")
     doc = document(workdir, {"name": "raw", "type": "loopdisk", "size": "64M", "fs": "none",
                              "precondition": {"discard": True, "fill": "2x"}},
@@ -86,6 +87,11 @@ def test_fill_writes_the_raw_device_twice_and_the_runs_record_it(workdir: Path,
     assert info["plain"]["state"] == {"state": "fresh"}
     assert runs["raw"].annotations["target_state"] == {"state": "preconditioned"}
     assert runs["plain"].annotations["target_state"] == {"state": "fresh"}
+    # the same target without precondition: compare says the states differ
+    again = document(workdir, {"name": "raw", "type": "loopdisk", "size": "64M", "fs": "none"})
+    assert run_experiment(parse_document(again), db=tmp_path / "fresh.db").counts == {"ok": 1}
+    assert main(["compare", str(tmp_path / "fresh.db"), str(tmp_path / "r.db")]) == 0
+    assert "- target raw: A was fresh, B preconditioned: " in capsys.readouterr().out
 
 
 @pytest.mark.root

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support import ENV, load, make_run
+from volbench.cli.main import main
 from volbench.config.precondition import Precondition
 from volbench.core.errors import ExperimentError
 from volbench.engine.experiment import parse_document
+from volbench.report.compare import compare_reports
+from volbench.store.db import Store
 from volbench.targets import precondition
 from volbench.targets.base import Built
 
@@ -117,3 +122,42 @@ def test_each_run_reads_the_probe() -> None:
                   probe=lambda: {"thin_pool_data_percent": 97.5})
     assert precondition.run_state(built) == {"state": "filled", "thin_pool_data_percent": 97.5}
     assert precondition.run_state(Built("t", "loopdisk", None)) == {"state": "unknown"}
+
+
+def state_db(path: Path, state: dict[str, Any], iops: float) -> Path:
+    """A result set of one target recorded in `state` (runs carry it too, as volbench's do)."""
+    run_state = {"state": state["state"],
+                 **{k: v for k, v in state.items() if k == "thin_pool_data_percent"}}
+    runs = [make_run("ssd", {"iops": iops + i}, i + 1, started=i * 10.0,
+                     annotations={"target_state": run_state}) for i in range(4)]
+    with Store(path) as store:
+        exp = store.begin_experiment("s", "h", {"name": "s"}, dict(ENV), None)
+        store.save_target(exp, "ssd", "loopdisk", "built", {"state": state})
+        for r in runs:
+            store.save_run(exp, r)
+        store.set_status(exp, "done")
+    return path
+
+
+def test_compare_warns_when_the_states_differ(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    fresh = state_db(tmp_path / "a.db", {"state": "fresh"}, 9000.0)
+    done = {"state": "preconditioned", "thin_pool_data_percent": 98.5, "precondition": {
+        "asked": {"discard": True, "fill": 2},
+        "discard": {"devices": ["/dev/loop0"], "seconds": 0.25},
+        "fill": {"passes": 2, "what": "whole device", "bytes_written": 2 * 2**30,
+                 "seconds": 21.0}}}
+    pre = state_db(tmp_path / "b.db", done, 4000.0)
+    assert main(["compare", str(fresh), str(pre)]) == 0
+    out = capsys.readouterr().out
+    assert ("- target ssd: A was fresh, B preconditioned: a device's speed depends on what "
+            "was written to it before") in out
+    result = compare_reports(load(fresh), load(fresh))
+    assert not [w for w in result.warnings if "target ssd" in w]
+    # the report shows the state of each target
+    assert main(["report", "--db", str(pre), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert ("- ssd: preconditioned: discard 250 ms; fill 2x whole device, 2 GiB in 21.0 s; "
+            "thin pool 98.5 % full when built; thin pool 98.5 % full as runs started") in md
+    assert main(["report", "--db", str(fresh)]) == 0
+    assert "target ssd: fresh" in capsys.readouterr().out

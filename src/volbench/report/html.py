@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import charts, curveview
+from volbench.report import charts, curveview, targetstate
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.table import (
@@ -247,6 +247,10 @@ class HtmlExporter:
             out.append(
                 f'<h3 id="{ids("target-" + t.name)}">Target {esc(t.name)} ({esc(status)})</h3>'
             )
+            state = targetstate.describe(t.info.get("state") or {}) \
+                if t.info.get("state") else ""
+            if state:
+                out.append(f"<p>State: {esc(state)}</p>")
             steps = t.info.get("recipe", [])
             if steps:
                 out.append("<pre>" + esc("\n".join(str(s) for s in steps)) + "</pre>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volbench.report import targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -53,6 +54,8 @@ class TerminalExporter:
         if verdicts.rows:
             parts += ["", verdicts.title, render_table(verdicts)]
         parts += [f"time: {t.text}" for t in report.time_lines]
+        parts += [f"target {name}: {text}"
+                  for name, text in targetstate.rows(report.targets, report.runs)]
         if report.warnings:
             parts += ["", "Warnings"] + [f"- {w.message}" for w in report.warnings]
         table = summary_table(report, options.metrics)
