@@ -12,6 +12,7 @@ from volbench.cli.main import main
 from volbench.config.precondition import Precondition
 from volbench.core.errors import ExperimentError
 from volbench.engine.experiment import parse_document
+from volbench.engine.runner import required_tools
 from volbench.report.compare import compare_reports
 from volbench.store.db import Store
 from volbench.targets import precondition
@@ -21,7 +22,7 @@ D = "/dev/disk/by-id/virtio-d{}".format
 
 
 def doc(*targets: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"targets": list(targets), "workloads": [{"name": "f", "tool": "fio"}], **more}
+    return {"targets": list(targets), "workloads": [{"name": "f", "tool": "fio"}]} | more
 
 
 def problems(*targets: dict[str, Any]) -> list[str]:
@@ -161,3 +162,13 @@ def test_compare_warns_when_the_states_differ(tmp_path: Path,
             "thin pool 98.5 % full when built; thin pool 98.5 % full as runs started") in md
     assert main(["report", "--db", str(fresh)]) == 0
     assert "target ssd: fresh" in capsys.readouterr().out
+
+
+def test_the_tools_a_precondition_needs_are_checked_before_the_run() -> None:
+    exp = parse_document(doc({"name": "z", "type": "zram",
+                              "precondition": {"discard": True, "fill": "1x"}},
+                             workloads=[{"name": "d", "tool": "dd"}]))
+    assert {"blkdiscard", "fio"} <= set(required_tools(exp))
+    plain = parse_document(doc({"name": "z", "type": "zram"},
+                               workloads=[{"name": "d", "tool": "dd"}]))
+    assert "blkdiscard" not in required_tools(plain) and "fio" not in required_tools(plain)

@@ -103,7 +103,8 @@ def signals_raise() -> Iterator[None]:
 
 
 def required_tools(exp: Experiment) -> list[str]:
-    names = {t for spec in exp.targets for t in TARGET_KINDS[spec.type].tools}
+    names = {t for spec in exp.targets
+             for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
     names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
     return sorted(names)
 

@@ -45,6 +45,12 @@ FILL_FILE = ".volbench-precondition.fill"
 STATES = ("fresh", "filled", "preconditioned", "unknown")
 
 
+def tools(spec: TargetSpec) -> tuple[str, ...]:
+    """The programs the target's precondition runs."""
+    pre = spec.precondition
+    return (("blkdiscard",) if pre.discard else ()) + (("fio",) if pre.fill else ())
+
+
 def _sources(spec: TargetSpec) -> list[DiskSource]:
     return [v for v in vars(spec).values() if isinstance(v, DiskSource)]
 
