@@ -118,6 +118,16 @@ def test_the_recorded_state() -> None:
     assert "until steady" in info["state"]["how"]
 
 
+def test_the_lab_disks_are_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    exp = parse_document(doc({"name": "lab", "type": "lvm", "layout": "thin", "devices": [D(1)]},
+                             {"name": "yours", "type": "disk",
+                              "device": "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"}))
+    assert precondition.state(exp.target("lab"), {}, {})["state"] == "unknown"  # on a host
+    monkeypatch.setenv("VOLBENCH_LAB", "1")
+    assert precondition.state(exp.target("lab"), {}, {})["state"] == "fresh"
+    assert precondition.state(exp.target("yours"), {}, {})["state"] == "unknown"
+
+
 def test_each_run_reads_the_probe() -> None:
     built = Built("t", "lvm", None, info={"state": {"state": "filled"}},
                   probe=lambda: {"thin_pool_data_percent": 97.5})
@@ -172,3 +182,16 @@ def test_the_tools_a_precondition_needs_are_checked_before_the_run() -> None:
     plain = parse_document(doc({"name": "z", "type": "zram"},
                                workloads=[{"name": "d", "tool": "dd"}]))
     assert "blkdiscard" not in required_tools(plain) and "fio" not in required_tools(plain)
+
+
+def test_plan_names_the_preconditioning(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "e.yaml").write_text(
+        "name: p\ntargets:\n  - {name: pre, type: loopdisk, size: 512M,"
+        " precondition: {discard: true, fill: 2x}}\n  - {name: plain, type: loopdisk}\n"
+        "workloads:\n  - {name: w, tool: dd}\n")
+    assert main(["plan", str(tmp_path / "e.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert ("precondition pre: discard before mkfs, then fill 2x with sequential 128k writes "
+            "(once when built, untimed, not in the estimate)") in out
+    assert "precondition plain" not in out

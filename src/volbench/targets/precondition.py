@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from volbench.core.errors import ResourceError, UnsafeDevice, VolbenchError
 from volbench.system.block import diskstats
 from volbench.system.block.disks import DiskSource
+from volbench.system.host import hostinfo
 from volbench.system.host.tools import require
 
 if TYPE_CHECKING:  # base.present calls in here
@@ -41,6 +42,7 @@ MADE_DEVICE = ("loopdisk", "btrfs", "zram", "image", "lvm", "mdraid")
 LISTED_DEVICE = ("disk", "iscsi")
 # Kinds on a filesystem volbench did not make: filling it would fill the user's.
 FOREIGN_FS = ("directory", "hosts")
+LAB_DISKS = "/dev/disk/by-id/virtio-"
 FILL_FILE = ".volbench-precondition.fill"
 STATES = ("fresh", "filled", "preconditioned", "unknown")
 
@@ -49,6 +51,14 @@ def tools(spec: TargetSpec) -> tuple[str, ...]:
     """The programs the target's precondition runs."""
     pre = spec.precondition
     return (("blkdiscard",) if pre.discard else ()) + (("fio",) if pre.fill else ())
+
+
+def summary(spec: TargetSpec) -> str:
+    """One line for `volbench plan`: 'discard, then fill 2x (once when built, untimed)'."""
+    pre = spec.precondition
+    steps = (["discard before mkfs"] if pre.discard else []) + (
+        [f"fill {pre.fill}x with sequential 128k writes"] if pre.fill else [])
+    return ", then ".join(steps) + " (once when built, untimed, not in the estimate)"
 
 
 def _sources(spec: TargetSpec) -> list[DiskSource]:
@@ -178,14 +188,21 @@ def _fio_pass(ctx: BuildContext, target: str, size: int, output: Path) -> int:
     return int(sum(job["write"]["io_bytes"] for job in report["jobs"]))
 
 
+def _lab_disks(source: DiskSource) -> bool:
+    """Disks the lab made for this boot: fresh sparse images (lab/vm.py), which are the
+    only virtio disks inside the VM."""
+    return hostinfo.inside_lab() and all(d.path.startswith(LAB_DISKS) for d in source.listed)
+
+
 def base_state(spec: TargetSpec, deps: dict[str, Built]) -> str:
-    """The state before preconditioning: fresh when volbench made every device from
-    nothing, the dependency's state for a target built on another, unknown otherwise."""
+    """The state before preconditioning: fresh when volbench (or the lab) made every
+    device from nothing, the dependency's state for a target built on another, unknown
+    otherwise."""
     if spec.on:
         states = {str(deps[d].info.get("state", {}).get("state", "unknown"))
                   for d in spec.on if d in deps}
         return states.pop() if len(states) == 1 else "unknown"
-    if spec.type in FOREIGN_FS or any(s.is_listed for s in _sources(spec)):
+    if spec.type in FOREIGN_FS or any(s.is_listed and not _lab_disks(s) for s in _sources(spec)):
         return "unknown"
     return "fresh" if spec.type in MADE_DEVICE + LISTED_DEVICE else "unknown"
 
