@@ -172,6 +172,10 @@ def test_compare_warns_when_the_states_differ(tmp_path: Path,
             "thin pool 98.5 % full when built; thin pool 98.5 % full as runs started") in md
     assert main(["report", "--db", str(fresh)]) == 0
     assert "target ssd: fresh" in capsys.readouterr().out
+    assert main(["report", "--db", str(pre), "--format", "html", "-o",
+                 str(tmp_path / "r.html")]) == 0
+    assert ("<p>State: preconditioned: discard 250 ms; fill 2x whole device"
+            in (tmp_path / "r.html").read_text())
 
 
 def test_the_tools_a_precondition_needs_are_checked_before_the_run() -> None:

@@ -242,13 +242,13 @@ class HtmlExporter:
                     Table("Environment", ("field", "value"), tuple(rows)), ids("environment-table")
                 )
             )
+        states = dict(targetstate.rows(report.targets, report.runs))
         for t in report.targets:
             status = f"{t.type}, {t.status}" + (f": {t.error}" if t.error else "")
             out.append(
                 f'<h3 id="{ids("target-" + t.name)}">Target {esc(t.name)} ({esc(status)})</h3>'
             )
-            state = targetstate.describe(t.info.get("state") or {}) \
-                if t.info.get("state") else ""
+            state = states.get(t.name)
             if state:
                 out.append(f"<p>State: {esc(state)}</p>")
             steps = t.info.get("recipe", [])
