@@ -165,6 +165,10 @@ def test_compare_warns_when_the_states_differ(tmp_path: Path,
             "was written to it before") in out
     result = compare_reports(load(fresh), load(fresh))
     assert not [w for w in result.warnings if "target ssd" in w]
+    thin = state_db(tmp_path / "c.db", {"state": "fresh", "thin_pool_data_percent": 3.2}, 9000)
+    assert [w for w in compare_reports(load(thin), load(pre)).warnings if "thin pool was" in w] == [
+        "target ssd: its thin pool was 3 % full in A, 98 % in B when built: writes to blocks "
+        "the pool does not hold yet pay for provisioning them (precondition: {fill: 1x} fills it)"]
     # the report shows the state of each target
     assert main(["report", "--db", str(pre), "--format", "markdown"]) == 0
     md = capsys.readouterr().out

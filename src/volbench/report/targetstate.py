@@ -82,11 +82,30 @@ def rows(targets: Iterable[TargetRow], runs: Iterable[RunResult]) -> list[tuple[
     return out
 
 
+# Thin pools this many points apart put first-touch costs on one side only.
+THIN_POINTS = 25.0
+
+
+def _thin(targets: Iterable[TargetRow]) -> dict[str, float]:
+    out = {}
+    for t in targets:
+        value = _state(t.info).get("thin_pool_data_percent")
+        if t.status == "built" and isinstance(value, int | float):
+            out[t.name] = float(value)
+    return out
+
+
 def differences(a: Iterable[TargetRow], b: Iterable[TargetRow],
                 label_a: str = "A", label_b: str = "B") -> list[str]:
-    """One warning per target measured in different states in the two sets."""
+    """One warning per target measured in different states in the two sets (or with
+    thin pools far apart in how full they were)."""
+    a, b = list(a), list(b)
     sa, sb = states(a), states(b)
-    out = []
+    ta, tb = _thin(a), _thin(b)
+    out = [f"target {name}: its thin pool was {ta[name]:.0f} % full in {label_a}, "
+           f"{tb[name]:.0f} % in {label_b} when built: writes to blocks the pool does not "
+           "hold yet pay for provisioning them (precondition: {fill: 1x} fills it)"
+           for name in sorted(set(ta) & set(tb)) if abs(ta[name] - tb[name]) >= THIN_POINTS]
     for name in sorted(set(sa) & set(sb)):
         if sa[name] != sb[name] and NOT_RECORDED not in (sa[name], sb[name]):
             out.append(
