@@ -10,13 +10,15 @@ import pytest
 from support import ENV, load, make_run
 from volbench.cli.main import main
 from volbench.config.precondition import Precondition
-from volbench.core.errors import ExperimentError
+from volbench.core.errors import ExperimentError, ResourceError
 from volbench.engine.experiment import parse_document
 from volbench.engine.runner import required_tools
 from volbench.report.compare import compare_reports
 from volbench.store.db import Store
+from volbench.system.journal import Journal
+from volbench.system.recipe import Recipe
 from volbench.targets import precondition
-from volbench.targets.base import Built
+from volbench.targets.base import BuildContext, Built
 
 D = "/dev/disk/by-id/virtio-d{}".format
 
@@ -203,3 +205,16 @@ def test_plan_names_the_preconditioning(tmp_path: Path,
     assert ("precondition pre: discard before mkfs, then fill 2x with sequential 128k writes "
             "(once when built, untimed, not in the estimate)") in out
     assert "precondition plain" not in out
+
+
+def test_a_device_that_takes_no_discards_is_named(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    # No device on this machine takes no discards (loop, zram and vda all do): the sysfs
+    # value is stood in for; nothing would run anyway, the check comes first.
+    monkeypatch.setattr(precondition.block_devices, "discard_max_bytes", lambda dev: 0)
+    spec = parse_document(doc(loop({"discard": True}))).targets[0]
+    ctx = BuildContext(Journal(tmp_path / "j.jsonl").scope(), Recipe(), tmp_path)
+    with pytest.raises(ResourceError, match=r"/dev/loop7 does not take discards \(its queue's "
+                       r"discard_max_bytes is 0\); remove precondition.discard"):
+        precondition.discard_before_mkfs(ctx, spec, ["/dev/loop7"])
+    assert ctx.recipe.steps == []

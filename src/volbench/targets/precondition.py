@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from volbench.core.errors import ResourceError, UnsafeDevice, VolbenchError
+from volbench.system.block import devices as block_devices
 from volbench.system.block import diskstats
 from volbench.system.block.disks import DiskSource
 from volbench.system.host import hostinfo
@@ -127,6 +128,11 @@ def discard_before_mkfs(ctx: BuildContext, spec: TargetSpec, devices: Sequence[s
     refused = [p for p in problems(spec) if p[0].endswith("discard")]
     if refused:  # checked when the file was read; a second look costs nothing
         raise UnsafeDevice(", ".join(devices), refused[0][0], refused[0][1])
+    for device in devices:
+        if block_devices.discard_max_bytes(device) == 0:
+            raise ResourceError(
+                f"target {spec.name}: {device} does not take discards (its queue's "
+                "discard_max_bytes is 0); remove precondition.discard for this target")
     started = time.monotonic()
     for device in devices:
         ctx.recipe.run([require("blkdiscard"), device], timeout=600)
@@ -146,7 +152,7 @@ def fill(ctx: BuildContext, spec: TargetSpec, built: Built) -> None:
         size = (room - max(8 * 2**20, room // 50)) // BLOCK * BLOCK
         target, what = str(built.path / FILL_FILE), "free space of the filesystem"
     elif built.block_device is not None:
-        size = _device_size(built.block_device) // BLOCK * BLOCK
+        size = (block_devices.device_bytes(built.block_device) or 0) // BLOCK * BLOCK
         target, what = built.block_device, "whole device"
     else:
         raise ResourceError(f"target {spec.name}: nothing to fill (no device, no directory)")
@@ -165,11 +171,6 @@ def fill(ctx: BuildContext, spec: TargetSpec, built: Built) -> None:
         "passes": passes, "what": what, "bytes_per_pass": size, "bytes_written": written,
         "device_bytes_written": (diskstats.read(built.devices) - before).write_bytes,
         "seconds": round(time.monotonic() - started, 3), "pass_seconds": seconds}
-
-
-def _device_size(device: str) -> int:
-    with open(device, "rb") as f:
-        return f.seek(0, os.SEEK_END)
 
 
 def _fio_pass(ctx: BuildContext, target: str, size: int, output: Path) -> int:
