@@ -26,7 +26,7 @@ targets:
      precondition: {discard: true, fill: 1x}}
 workloads:
   - {name: w, tool: fio, rw: randwrite, bs: 4k, size: 16M, runtime: 2s}
-repeat: 2
+repeat: 1
 """
 
 
@@ -53,10 +53,10 @@ def test_thin_pool_data_percent_is_recorded(tmp_path: Path) -> None:
     fresh, filled = states["fresh"], states["filled"]
     assert fresh["state"] == "fresh" and filled["state"] == "preconditioned"
     # mkfs.xfs writes a fifth of this small thin volume (seen: 18.5 %, its log); the fill
-    # wrote the free space too (seen: 92.2 %)
+    # wrote the free space too (seen: 94.5 %)
     assert fresh["thin_pool_data_percent"] < 40, fresh
     assert filled["thin_pool_data_percent"] > 85, filled
     assert filled["precondition"]["fill"]["what"] == "free space of the filesystem"
     for name, state in (("fresh", fresh), ("filled", filled)):
         seen = [r.annotations["target_state"]["thin_pool_data_percent"] for r in runs[name]]
-        assert len(seen) == 2 and all(v >= state["thin_pool_data_percent"] for v in seen), seen
+        assert len(seen) == 1 and seen[0] >= state["thin_pool_data_percent"], seen

@@ -127,7 +127,7 @@ def discard_before_mkfs(ctx: BuildContext, spec: TargetSpec, devices: Sequence[s
         return
     refused = [p for p in problems(spec) if p[0].endswith("discard")]
     if refused:  # checked when the file was read; a second look costs nothing
-        raise UnsafeDevice(", ".join(devices), refused[0][0], refused[0][1])
+        raise UnsafeDevice(", ".join(devices), refused[0][1], refused[0][2])
     for device in devices:
         if block_devices.discard_max_bytes(device) == 0:
             raise ResourceError(
@@ -153,10 +153,11 @@ def fill(ctx: BuildContext, spec: TargetSpec, built: Built) -> None:
     elif built.block_device is not None:
         size = (block_devices.device_bytes(built.block_device) or 0) // BLOCK * BLOCK
         target, what = built.block_device, "whole device"
+        if size < BLOCK:
+            raise ResourceError(f"target {spec.name}: {target} is too small to fill "
+                                f"({size} bytes)")
     else:
         raise ResourceError(f"target {spec.name}: nothing to fill (no device, no directory)")
-    if built.path is None and size < BLOCK:
-        raise ResourceError(f"target {spec.name}: no room to fill ({size} bytes)")
     started, written, seconds, sizes = time.monotonic(), 0, [], []
     # The kernel's count beside fio's: what reached the devices under any filesystem.
     before = diskstats.read(built.devices)
