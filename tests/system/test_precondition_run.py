@@ -85,11 +85,17 @@ def test_fill_writes_the_raw_device_twice_and_the_runs_record_it(
     assert len(fill["pass_seconds"]) == 2 and fill["seconds"] > 0
     assert sum("--rw=write" in step for step in info["raw"]["recipe"]) == 2
     assert info["plain"]["state"] == {"state": "fresh"}
-    assert runs["raw"].annotations["target_state"] == {"state": "preconditioned"}
-    assert runs["plain"].annotations["target_state"] == {"state": "fresh"}
+    assert runs["raw"].annotations["target_state"] == {"state": "preconditioned",
+                                                       "runs_before": 0}
+    assert runs["plain"].annotations["target_state"] == {"state": "fresh", "runs_before": 0}
     # the same target without precondition: compare says the states differ
-    again = document(workdir, {"name": "raw", "type": "loopdisk", "size": "64M", "fs": "none"})
-    assert run_experiment(parse_document(again), db=tmp_path / "fresh.db").counts == {"ok": 1}
+    again = document(workdir, {"name": "raw", "type": "loopdisk", "size": "64M", "fs": "none"},
+                     repeat=2, warmup=1)
+    assert run_experiment(parse_document(again), db=tmp_path / "fresh.db").counts == {"ok": 3}
+    with Store(tmp_path / "fresh.db") as store:
+        # the warm-up run writes to the device too: it counts
+        assert sorted(r.annotations["target_state"]["runs_before"]
+                      for r in store.runs([1])) == [0, 1, 2]
     assert main(["compare", str(tmp_path / "fresh.db"), str(tmp_path / "r.db")]) == 0
     assert "- target raw: A was fresh, B preconditioned: " in capsys.readouterr().out
 
