@@ -4,12 +4,13 @@ the state is recorded per target and per run, and a listed disk without wipe is 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_guard import loop
 
 from support import tool
 from volbench.cli.main import main
@@ -30,6 +31,20 @@ def document(workdir: Path, *targets: dict[str, Any], **more: Any) -> dict[str, 
     return {"name": "pre", "workdir": str(workdir), "targets": list(targets),
             "workloads": [{"name": "w", "tool": "fio", "rw": "randwrite", "bs": "64k",
                            "size": "16M", "runtime": "1s"}], "repeat": 1, **more}
+
+
+@contextmanager
+def loop(workdir: Path, size: str, name: str) -> Iterator[str]:
+    """A loop device of the test's own on a sparse image: "a disk of the user's"."""
+    image = workdir / f"{name}.img"
+    proc.run(["truncate", "-s", size, str(image)], timeout=30)
+    device = proc.run(["losetup", "--find", "--show", "--direct-io=on", str(image)],
+                      timeout=60).stdout.strip()
+    try:
+        yield device
+    finally:
+        proc.run(["losetup", "--detach", device], timeout=60)
+        image.unlink()
 
 
 def allocated(path: str) -> int:
