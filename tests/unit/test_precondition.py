@@ -10,7 +10,7 @@ import pytest
 from support import ENV, load, make_run
 from volbench.cli.main import main
 from volbench.config.precondition import Precondition
-from volbench.core.errors import ExperimentError, ResourceError
+from volbench.core.errors import CommandFailed, ExperimentError, ResourceError
 from volbench.engine.experiment import parse_document
 from volbench.engine.runner import required_tools
 from volbench.report.compare import compare_reports
@@ -218,3 +218,12 @@ def test_a_device_that_takes_no_discards_is_named(monkeypatch: pytest.MonkeyPatc
                        r"discard_max_bytes is 0\); remove precondition.discard"):
         precondition.discard_before_mkfs(ctx, spec, ["/dev/loop7"])
     assert ctx.recipe.steps == []
+
+
+def test_a_probe_that_fails_is_recorded_not_fatal() -> None:
+    def broken() -> dict[str, Any]:
+        raise CommandFailed(["lvs"], 5, "Volume group not found")
+
+    state = precondition.run_state(Built("t", "lvm", None, info={"state": {"state": "fresh"}},
+                                         probe=broken))
+    assert state["state"] == "fresh" and "Volume group not found" in state["probe_error"]

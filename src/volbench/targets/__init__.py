@@ -41,9 +41,8 @@ def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
     with ctx.scope, kind.build(spec, ctx) as built:
         # Before the throttle exists: preconditioning runs at the device's own speed.
         precondition.fill(ctx, spec, built)
-        built.info["state"] = precondition.state(spec, ctx.deps, ctx.preconditioned)
-        if built.probe is not None:
-            built.info["state"].update(built.probe())
+        built.info["state"] = {**precondition.state(spec, ctx.deps, ctx.preconditioned),
+                               **precondition.probed(built)}
         if spec.limits:
             if not built.devices:
                 raise ResourceError(

@@ -240,13 +240,18 @@ def run_state(built: Built) -> dict[str, Any]:
     """The target's state as one run starts: its recorded state, and the probe's facts
     now (a thin pool fills as runs touch blocks for the first time)."""
     recorded = built.info.get("state", {})
-    out: dict[str, Any] = {"state": recorded.get("state", "unknown")}
-    if built.probe is not None:
-        try:
-            out.update(built.probe())
-        except VolbenchError as exc:  # a fact missing is no reason to fail the run
-            out["probe_error"] = str(exc)
-    return out
+    return {"state": recorded.get("state", "unknown"), **probed(built)}
+
+
+def probed(built: Built) -> dict[str, Any]:
+    """The probe's facts now ({} without one); a fact missing is no reason to fail a
+    build or a run, so its error is recorded instead."""
+    if built.probe is None:
+        return {}
+    try:
+        return built.probe()
+    except VolbenchError as exc:
+        return {"probe_error": str(exc)}
 
 
 def after_steady_rounds(info: dict[str, Any]) -> None:
