@@ -22,7 +22,7 @@ def _kinds() -> dict[str, tuple[str, str]]:
 
 
 # Fields read outside a kind's own table: (where they apply, names).
-TARGET_COMMON = (("", ("name", "type", "limits", "on")),)
+TARGET_COMMON = (("", ("name", "type", "limits", "on", "precondition")),)
 WORKLOAD_COMMON = (("", ("name", "tool")),)
 CURVE_COMMON = (("", ("name", "tool")), ("load curves", ("load", "sla")))
 

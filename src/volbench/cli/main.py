@@ -82,6 +82,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"estimated duration: {format_duration(plan.estimate(args.runs))}; "
           f"loop devices at once: {plan.loop_devices()}; "
           f"image space: {format_size(plan.disk_space())}")
+    for target in exp.targets:
+        if target.precondition:
+            print(f"precondition {target.name}: {targets.precondition.summary(target)}")
     for i, run in enumerate(runs, 1):
         spec = exp.workload(run.workload)
         placeholder = targets.placeholder(exp.target(run.target))

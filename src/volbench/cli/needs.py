@@ -17,6 +17,7 @@ from volbench.engine.experiment import Experiment, root_problems
 from volbench.system.block import cgroups
 from volbench.system.host import pgfind, tools
 from volbench.targets import KINDS as TARGET_KINDS
+from volbench.targets import precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 
 
@@ -38,7 +39,7 @@ def _users(exp: Experiment) -> dict[str, list[str]]:
     """Tool name -> 'target NAME' / 'workload NAME' entries that need it."""
     users: dict[str, list[str]] = {}
     for t in exp.targets:
-        for name in TARGET_KINDS[t.type].tools:
+        for name in TARGET_KINDS[t.type].tools + precondition.tools(t):
             users.setdefault(name, []).append(f"target {t.name}")
     for w in exp.workloads:
         for name in WORKLOAD_KINDS[w.tool].tools:

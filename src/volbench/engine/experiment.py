@@ -30,6 +30,7 @@ from volbench.config.fields import Reader, did_you_mean
 from volbench.config.lab import LabSpec
 from volbench.config.lab import parse_section as parse_lab_section
 from volbench.config.limits import Limits
+from volbench.config.precondition import parse as precondition_field
 from volbench.config.steady import SteadySpec
 from volbench.config.steady import parse as parse_steady
 from volbench.core.errors import ExperimentError, Problem
@@ -39,6 +40,7 @@ from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
 from volbench.targets.multihost import bind_hosts
+from volbench.targets.precondition import problems as precondition_problems
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import WorkloadSpec
 from volbench.workloads.pgbench_hosts import bind_client_hosts
@@ -305,10 +307,12 @@ def _targets(r: Reader, problems: list[Problem]) -> tuple[list[TargetSpec], list
                 f"exactly {low} other target" if low == high else f"{low} to {high} targets")
             item.problem("on", f"type {kind_name} is built on {want}, got {len(on)}",
                          "remove on:" if high == 0 else "name the target(s) it is built on")
+        pre = precondition_field(item)
         spec = kind.parse(item, name, limits)
-        specs.append(replace(spec, on=on) if on else spec)
+        specs.append(replace(spec, on=on, precondition=pre))
         item.finish()
     _check_dependencies(items, specs, names)
+    _check_preconditions(items, specs, names)
     return specs, [n for n in names if n]
 
 
@@ -335,6 +339,16 @@ def _check_dependencies(items: list[Reader], specs: list[TargetSpec], names: lis
             if dep not in seen and dep in by_name:
                 seen.add(dep)
                 todo += by_name[dep].on
+
+
+def _check_preconditions(items: list[Reader], specs: list[TargetSpec], names: list[str]
+                         ) -> None:
+    """Discard and fill only where they cannot hit data of yours (docs/safety.md)."""
+    readers = dict(zip(names, items, strict=True))
+    by_name = {spec.name: spec for spec in specs}
+    for spec in specs:
+        for key, message, fix in precondition_problems(spec, by_name):
+            readers[spec.name].problem(key, message, fix)
 
 
 def _limits(item: Reader) -> Limits:

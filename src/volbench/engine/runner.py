@@ -45,7 +45,7 @@ from volbench.system.block.mounts import make_dir, make_tree
 from volbench.system.host import hostinfo, tools
 from volbench.system.recipe import Recipe
 from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target, placeholder
+from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import (
     HostFacts,
@@ -103,7 +103,8 @@ def signals_raise() -> Iterator[None]:
 
 
 def required_tools(exp: Experiment) -> list[str]:
-    names = {t for spec in exp.targets for t in TARGET_KINDS[spec.type].tools}
+    names = {t for spec in exp.targets
+             for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
     names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
     return sorted(names)
 
@@ -172,6 +173,8 @@ class Session:
         # (target, service key) -> the open service, or the error that stopped it.
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
         self._stack: ExitStack | None = None
+        # Runs started on each target since it was built (reset when it is built again).
+        self.target_runs: dict[str, int] = {}
         self._runs = 0
         # Read once, handed to every workload (workloads read no /proc or process state).
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
@@ -206,6 +209,9 @@ class Session:
                 self.outcome.failed_targets[name] = msg
                 self.progress.note(f"target {name} could not be built: {msg}")
                 continue
+            self.target_runs[name] = 0
+            if self.exp.repeat.until == "steady":
+                precondition.after_steady_rounds(built[name].info)
             self.store.save_target(self.id, name, spec.type, "built", built[name].info)
         return built
 
@@ -315,7 +321,12 @@ class Session:
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)
-        extra: dict[str, Any] = {}
+        # Runs on this build of the target before this one: a fresh target's fifth run is
+        # not on a fresh device any more.
+        before = self.target_runs.get(run.target, 0)
+        self.target_runs[run.target] = before + 1
+        extra: dict[str, Any] = {"target_state": {**precondition.run_state(built),
+                                                  "runs_before": before}}
         working_set = kind.working_set(spec, run.params)
         if working_set:
             extra["working_set_bytes"] = working_set

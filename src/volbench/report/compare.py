@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from volbench.report import targetstate
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import lab_disk_text
@@ -47,6 +48,7 @@ class SetComparison:
                 f"the checked environment differs — {listed}. A difference in the "
                 "results may come from these rather than from the change under test"
             )
+        out += targetstate.differences(self.a.targets, self.b.targets)
         if not self.a.environment.get("checked") or not self.b.environment.get("checked"):
             out.append(
                 "one result set records no checked environment (imported results?): "

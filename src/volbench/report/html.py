@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import charts, curveview
+from volbench.report import charts, curveview, targetstate
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.outline import OUTLINE, walk
@@ -263,10 +263,14 @@ class _Page:
         if rows:
             table = Table("Environment", ("field", "value"), tuple(rows))
             out.append(render_table(table, self.ids("environment-table")))
+        states = dict(targetstate.rows(report.targets, report.runs))
         for t in report.targets:
             status = f"{t.type}, {t.status}" + (f": {t.error}" if t.error else "")
             anchor = self.ids("target-" + t.name)
             out.append(f'<h3 id="{anchor}">Target {esc(t.name)} ({esc(status)})</h3>')
+            state = states.get(t.name)
+            if state:
+                out.append(f"<p>State: {esc(state)}</p>")
             steps = t.info.get("recipe", [])
             if steps:
                 out.append("<pre>" + esc("\n".join(str(s) for s in steps)) + "</pre>")

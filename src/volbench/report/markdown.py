@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volbench.report import targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -116,6 +117,9 @@ class MarkdownExporter:
         env = environment_rows(report.environment)
         if env:
             parts += ["## Environment", ""] + [f"- {k}: {_escape(v)}" for k, v in env] + [""]
+        states = targetstate.rows(report.targets, report.runs)
+        if states:
+            parts += ["## Target state", "", *(f"- {n}: {_escape(v)}" for n, v in states), ""]
         for t in report.targets:
             steps = t.info.get("recipe", [])
             if steps:

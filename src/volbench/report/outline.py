@@ -31,7 +31,9 @@ class Part:
 
 
 OUTLINE: tuple[Part, ...] = (
-    Part("verdicts", "Verdicts", brief=True),  # the headline table, verdicts, time lines
+    # the headline table, verdicts, time lines (and, in the terminal, which has no
+    # environment section, the state each target was measured in)
+    Part("verdicts", "Verdicts", brief=True),
     Part("warnings", "Warnings", brief=True),
     Part("percent", "% of baseline"),
     Part("charts", "Charts", per_workload=True),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volbench.report import targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -59,7 +60,11 @@ class TerminalExporter:
         verdicts = verdict_table(report, options.metrics)
         if verdicts.rows:
             parts += ["", verdicts.title, render_table(verdicts)]
-        return parts + [f"time: {t.text}" for t in report.time_lines]
+        parts += [f"time: {t.text}" for t in report.time_lines]
+        # The state each target was measured in: files have it with the environment,
+        # which the terminal does not show, so it stands here with the verdicts.
+        return parts + [f"target {name}: {text}"
+                        for name, text in targetstate.rows(report.targets, report.runs)]
 
     def warnings(self, report: Report, options: ReportOptions) -> list[str]:
         if not report.warnings:

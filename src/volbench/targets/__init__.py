@@ -15,7 +15,7 @@ from volbench.core.errors import ResourceError
 from volbench.system.block import cgroups
 from volbench.system.block.devices import device_bytes, topology, write_cache_modes
 from volbench.system.block.filesystems import FsSpec
-from volbench.targets import btrfs, directory, loopdisk, zram
+from volbench.targets import btrfs, directory, loopdisk, precondition, zram
 from volbench.targets import disk as disk_target
 from volbench.targets import image as image_target
 from volbench.targets import iscsi as iscsi_target  # storage stacks: iscsi, lvm, mdraid, nfs
@@ -35,9 +35,14 @@ KINDS: dict[str, TargetKind] = {k.name: k for k in (
 
 @contextmanager
 def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
-    """Build `spec`, throttle it if it has limits, record its topology; tear down after."""
+    """Build `spec`, precondition it, throttle it if it has limits, record its state and
+    topology; tear down after."""
     kind = KINDS[spec.type]
     with ctx.scope, kind.build(spec, ctx) as built:
+        # Before the throttle exists: preconditioning runs at the device's own speed.
+        precondition.fill(ctx, spec, built)
+        built.info["state"] = {**precondition.state(spec, ctx.deps, ctx.preconditioned),
+                               **precondition.probed(built)}
         if spec.limits:
             if not built.devices:
                 raise ResourceError(

@@ -10,11 +10,13 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.config.precondition import Precondition
 from volbench.config.spec import Field
 from volbench.system.block.filesystems import FsSpec, make_and_mount
 from volbench.system.block.mounts import mount_info
 from volbench.system.journal import Scope
 from volbench.system.recipe import Recipe
+from volbench.targets.precondition import discard_before_mkfs
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class TargetSpec:
     limits: Limits = Limits()
     # Targets this one is built on (an NFS export of an LV, an image on a filesystem …).
     on: tuple[str, ...] = ()
+    # Discard and/or fill once the target is built (targets/precondition.py).
+    precondition: Precondition = Precondition()
 
 
 @dataclass
@@ -45,6 +49,8 @@ class Built:
     info: dict[str, Any] = field(default_factory=dict)
     # Size of block_device in bytes, read once the target exists (workloads read no sysfs).
     device_bytes: int | None = None
+    # Facts that change as runs write (a thin pool's data %), read before each run.
+    probe: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -55,6 +61,8 @@ class BuildContext:
     workdir: Path
     # The built targets named in the spec's `on:`, by name.
     deps: dict[str, Built] = field(default_factory=dict)
+    # What preconditioning did (discard, fill: devices, bytes, seconds), for the info.
+    preconditioned: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,8 @@ class TargetKind:
 def present(ctx: BuildContext, spec: TargetSpec, fs: FsSpec, device: str, devices: list[str],
             info: dict[str, Any]) -> Built:
     """The Built of a layout that ends in one block device: formatted and mounted, or the
-    raw device itself (fs: none)."""
+    raw device itself (fs: none). A discard the spec asks for comes first."""
+    discard_before_mkfs(ctx, spec, [device])
     if not fs.mounted:
         return Built(spec.name, spec.type, path=None, block_device=device, devices=devices,
                      info=info)

@@ -19,6 +19,7 @@ from volbench.system.block.devices import attach_loop, create_image
 from volbench.system.block.filesystems import FsSpec, make_and_mount
 from volbench.system.block.mounts import mount_info
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.precondition import discard_before_mkfs
 
 PROFILES = ("single", "raid0", "raid1", "raid10", "dup")
 
@@ -66,6 +67,7 @@ def build(spec: BtrfsSpec, ctx: BuildContext) -> Iterator[Built]:
         devices.append(attach_loop(ctx.scope, ctx.recipe, image))
     fs = FsSpec("btrfs", spec.mkfs_options, spec.mount_options)
     profiles = ("-d", spec.data, "-m", spec.metadata)
+    discard_before_mkfs(ctx, spec, devices)
     mnt = make_and_mount(ctx.scope, ctx.recipe, fs, devices, ctx.workdir / "mnt", profiles)
     info = {"fs": "btrfs", "data": spec.data, "metadata": spec.metadata,
             "mount": mount_info(mnt)}

@@ -56,6 +56,7 @@ from volbench.system.block.mounts import mount, mount_info
 from volbench.system.host.tools import require
 from volbench.system.recipe import Recipe
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
+from volbench.targets.precondition import discard_before_mkfs
 
 LAYOUTS = ("linear", "striped", "thin", "thin-pool", "thin-snapshot")
 THIN = ("thin", "thin-pool", "thin-snapshot")
@@ -268,6 +269,9 @@ def build(spec: LvmSpec, ctx: BuildContext) -> Iterator[Built]:
     pvs = [d.device for d in disks]
     lvmops.create_vg(ctx.scope, ctx.recipe, vg, [blockstack.member_record(d) for d in disks])
     lv = _make_lvs(spec, ctx, vg, pvs)
+    # Before the snapshot's origin is prefilled or any filesystem made.
+    discard_before_mkfs(ctx, spec, [_device(vg, lv, "thin" if spec.layout == "thin-snapshot"
+                                                 else spec.layout)])
     formatted = False
     if spec.layout == "thin-snapshot":
         lv = _snapshot(spec, ctx, vg, lv)
@@ -307,7 +311,18 @@ def build(spec: LvmSpec, ctx: BuildContext) -> Iterator[Built]:
         info["mount"] = mount_info(path)
     info["lvm"] = lvmops.topology(vg)
     info["summary"] = describe(spec, len(disks), size)
-    yield Built(spec.name, spec.type, path=path, block_device=device, devices=pvs, info=info)
+    yield Built(spec.name, spec.type, path=path, block_device=device, devices=pvs, info=info,
+                probe=(lambda: pool_usage(vg)) if spec.layout in THIN else None)
+
+
+def pool_usage(vg: str) -> dict[str, Any]:
+    """How full the thin pool is now (lvs data_percent; it grows as runs first touch
+    blocks, and preconditioning is meant to bring it near 100)."""
+    value = lvmops.lv_value(vg, "pool", "data_percent").strip()
+    try:
+        return {"thin_pool_data_percent": float(value)}
+    except ValueError:
+        return {"thin_pool_data_percent": None}
 
 
 def describe(spec: LvmSpec, disks: int, size: int) -> str:

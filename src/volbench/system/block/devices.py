@@ -150,6 +150,16 @@ def device_bytes(device: str) -> int | None:
     return int(sectors) * 512 if sectors.strip().isdigit() else None
 
 
+def discard_max_bytes(device: str) -> int | None:
+    """How much one discard may cover (0: the device does not take discards), from sysfs."""
+    name = Path(device).resolve().name
+    try:
+        text = Path(f"/sys/class/block/{name}/queue/discard_max_bytes").read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def device_number(device: str) -> str:
     """'MAJ:MIN' of a block device node, as cgroup files want it."""
     st = os.stat(device)

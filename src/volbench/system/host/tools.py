@@ -35,6 +35,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in [
     Tool("mkfs.btrfs", "btrfs-progs", "btrfs targets"),
     Tool("wipefs", "util-linux", "device signature checks"),
     Tool("blkid", "util-linux", "device signature checks"),
+    Tool("blkdiscard", "util-linux", "precondition: discard"),
     Tool("lsblk", "util-linux", "device topology"),
     Tool("findmnt", "util-linux", "mount information"),
     Tool("pgbench", "postgresql", "pgbench workloads", "pgbench"),
