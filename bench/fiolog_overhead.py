@@ -10,7 +10,8 @@ seconds per million I/Os, and the bytes of log volbench's latency logs add per s
 
 Two jobs where fio's own bookkeeping is the bottleneck (the worst case for any logging):
 `ioengine=null` (no I/O at all) and 4k buffered random reads from a cached file
-(psync). A real disk is slower per I/O, so the share would be smaller there.
+(psync); and one where a disk sets the pace: direct 4k random reads at QD16 from this
+machine's disk (a file under /var/tmp, laid out by the first run).
 
     .venv/bin/python bench/fiolog_overhead.py [--runtime 4] [--pairs 3]
 """
@@ -38,6 +39,10 @@ JOBS = {
     "null engine, 4k randread": ["--ioengine=null", "--rw=randread", "--bs=4k", "--size=1G"],
     "psync 4k randread, cached file": ["--ioengine=psync", "--rw=randread", "--bs=4k",
                                        "--size=64M", "--invalidate=0"],
+    # A disk sets the pace: this machine's own (virtual) disk under /var/tmp.
+    "libaio direct 4k randread QD16, host disk": ["--ioengine=libaio", "--direct=1",
+                                                  "--rw=randread", "--bs=4k", "--iodepth=16",
+                                                  "--size=256M"],
 }
 
 

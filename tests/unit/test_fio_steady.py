@@ -110,10 +110,14 @@ def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) ->
     exp = parse_document(doc)
     outcome = run_experiment(exp, db=tmp_path / "s.db")
     with Store(tmp_path / "s.db") as store:
-        (run,) = store.runs([outcome.experiment_id])
+        (run,) = store.runs([outcome.experiment_id], series=True, outputs=True)
     assert run.status is Status.OK, run.error
     assert "--steadystate=iops_slope:5%" in run.argv and "--ss_dur=3s" in run.argv
     got = {m.name: m.value for m in run.parsed.metrics if m.name.startswith("ss_")}
     assert got["ss_attained"] == 1.0 and got["ss_range"] < 20
     assert 4.0 <= got["ss_seconds"] < 10.0
     assert run.ended - run.started < 15
+    # The run's per-second logs, latency ones included, are parsed and kept.
+    assert {"iops", "bw", "lat"} <= {s.name for s in run.parsed.series}
+    assert all(v > 0 for s in run.parsed.series if s.name == "lat" for _, v in s.points)
+    assert {"fio_lat.1.log", "fio_clat_hist.1.log"} <= set(run.outputs)

@@ -14,7 +14,7 @@ cannot come from per-second means or per-second p99s; it comes from adding the w
 per-second histograms, the same bins fio's whole-run clat percentiles are read from, so a
 window's `clat_p99` is as accurate as the whole run's (a bin is 1.6-3.1 % wide). Cost:
 both are filled from numbers fio already keeps per I/O (`bench/fiolog_overhead.py`
-measures it side by side: ~0.04-0.1 µs more CPU per I/O), and a histogram line is ~4-6 KB
+measures it side by side: ~0.04 µs more CPU per I/O), and a histogram line is ~4-6 KB
 a second per job and direction, mostly zeros that the store's zlib shrinks 10-30-fold.
 fio writes no histogram line for the last, unfinished second of a run: a window's p99
 leaves that second out.
