@@ -208,6 +208,18 @@ def test_stalls_in_time_series_are_found_and_drawn(tmp_path: Path) -> None:
     assert html.count('class="stall"') == 1
 
 
+def test_a_latency_series_that_falls_is_not_a_stall(tmp_path: Path) -> None:
+    # fio's per-second mean latency (s): a drop to 1 % is faster I/O, not a stall.
+    points = tuple((float(t), 1e-6 if 4 <= t <= 6 else 1e-4) for t in range(1, 11))
+    series = Parsed((), (Series("lat", "s", points, {"op": "read"}),), ())
+    rep = load(
+        make_db(
+            tmp_path / "x.db", [make_run("a", {"iops": 700.0}, 1, started=0.0, parsed_extra=series)]
+        )
+    )
+    assert not any(w.kind == "stall" for w in rep.warnings)
+
+
 def test_device_doing_far_less_io_than_the_workload_is_flagged(tmp_path: Path) -> None:
     io = 100 * 1024**2
     runs = [

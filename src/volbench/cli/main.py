@@ -88,7 +88,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for i, run in enumerate(runs, 1):
         spec = exp.workload(run.workload)
         placeholder = targets.placeholder(exp.target(run.target))
-        ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"})
+        ctx = RunContext(placeholder, Path("<rundir>"), {"host": "<socket-dir>", "port": "<port>"},
+                         steady=exp.steady)
         try:
             line = command_line(WORKLOAD_KINDS[spec.tool].command(spec, run.params, ctx).argv)
         except VolbenchError as exc:  # e.g. a path outside the target: said once, below

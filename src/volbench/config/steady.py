@@ -7,6 +7,13 @@ range stays within `range` of its mean and whose best-fit line moves at most `sl
 it. The report says per case whether and from which round the rule held, and its verdicts
 use the rounds from the steady window on (docs/time.md). Shares are written `20%` or
 `0.2`.
+
+    steady: {metric: iops, window: 30, range: 20%, slope: 10%, within: run, ramp: 5s}
+
+`within: run` applies the rule inside each fio run instead, with fio's own steady-state
+options (workloads/fiosteady.py): `window` is then in seconds (fio samples once a second),
+`ramp` the seconds fio waits before it starts looking; fio stops the run once steady, or
+at its runtime.
 """
 
 from __future__ import annotations
@@ -18,6 +25,19 @@ from typing import Any
 from volbench.config.fields import Reader
 from volbench.stats.steady import RANGE, SLOPE, WINDOW
 
+WITHIN = ("rounds", "run")
+RUN = "run"
+# Metrics fio can hold steady within a run (its `ss` criteria are on IOPS or bandwidth).
+RUN_METRICS = ("iops", "bw")
+MAX_RUN_WINDOW = 3600
+# What a fio run with `within: run` records (workloads/fiosteady.py): fio's verdict on its
+# slope criterion (1/0), the SNIA range and excursion of its last window (% of the mean),
+# and when fio found it steady, the run's length (fio stopped there).
+SS_ATTAINED = "ss_attained"
+SS_RANGE = "ss_range"
+SS_SLOPE = "ss_slope"
+SS_SECONDS = "ss_seconds"
+
 
 @dataclass(frozen=True)
 class SteadySpec:
@@ -25,6 +45,26 @@ class SteadySpec:
     window: int = WINDOW
     range: float = RANGE
     slope: float = SLOPE
+    # "rounds": the rule over each case's runs; "run": within each fio run (fio's `ss`).
+    within: str = "rounds"
+    # Seconds fio waits before it collects steady-state samples (within: run only).
+    ramp: float = 0.0
+
+    @property
+    def in_run(self) -> bool:
+        return self.within == RUN
+
+
+def fio_slope_limit(spec: SteadySpec) -> float:
+    """fio's per-second slope limit (share of the mean) for SNIA's excursion limit across
+    the window: |slope| x (window - 1) <= slope share."""
+    return spec.slope / (spec.window - 1)
+
+
+def steady_in_run(attained: float, range_pct: float | None, spec: SteadySpec) -> bool:
+    """The whole rule for one run: fio's slope criterion held and its window's range is
+    within the experiment's limit."""
+    return attained >= 1.0 and range_pct is not None and range_pct <= spec.range * 100
 
 
 def share(value: Any) -> float:
@@ -56,12 +96,23 @@ def parse(r: Reader) -> SteadySpec | None:
     if not r.has("steady"):
         return None
     sr = r.sub("steady")
+    within = sr.text("within", "rounds", choices=WITHIN)
+    in_run = within == RUN
     spec = SteadySpec(
         sr.text("metric", "iops"),
-        sr.integer("window", WINDOW, minimum=2, maximum=100),
+        sr.integer("window", WINDOW, minimum=2, maximum=MAX_RUN_WINDOW if in_run else 100),
         _share(sr, "range", RANGE),
         _share(sr, "slope", SLOPE),
+        within,
+        sr.duration("ramp", 0.0),
     )
+    if in_run and spec.metric not in RUN_METRICS:
+        sr.problem("metric", f"within: run, fio holds {' or '.join(RUN_METRICS)} steady, "
+                   f"not {spec.metric}", "use metric: iops or metric: bw")
+    if sr.has("ramp") and not in_run:
+        sr.problem("ramp", "only applies within a run", "add within: run, or remove ramp")
+    if spec.ramp < 0:
+        sr.problem("ramp", "must not be negative", "write it as 5s, or leave it out")
     sr.finish()
     return spec
 

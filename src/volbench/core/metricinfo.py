@@ -103,6 +103,13 @@ KNOWN: dict[str, MetricInfo] = {
     # a speed to compare.
     "burst_seconds": MetricInfo("burst length", None),
     "warmup_seconds": MetricInfo("warm-up length", None),
+    # fio's steady state within a run (steady: {within: run}, workloads/fiosteady.py): what
+    # the run did, judged by the report against the experiment's rule, never compared.
+    "ss_attained": MetricInfo("fio found it steady (1/0)", None, detail=True),
+    "ss_seconds": MetricInfo("seconds until steady (fio stopped)", None, detail=True),
+    "ss_range": MetricInfo("range of fio's steady-state window", None, detail=True),
+    "ss_slope": MetricInfo("best-fit excursion of fio's steady-state window", None,
+                           detail=True),
 }
 
 

@@ -256,8 +256,12 @@ def parse_document(document: Any, source: str = "experiment",
         lab=parse_lab_section(r),
         steady=parse_steady(r),
     )
-    if experiment.repeat.until == "steady" and experiment.steady is None:
+    steady = experiment.steady
+    if experiment.repeat.until == "steady" and steady is None:
         experiment = replace(experiment, steady=SteadySpec())  # the SNIA defaults
+    elif experiment.repeat.until == "steady" and steady is not None and steady.in_run:
+        r.problem("repeat", "until: steady counts rounds, and steady.within: run stops each "
+                  "fio run itself once steady", "remove until: steady, or within: run")
     if experiment.repeat.adaptive and experiment.order == "sequential":
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")

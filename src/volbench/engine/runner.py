@@ -317,7 +317,7 @@ class Session:
         except VolbenchError as exc:
             return self._failed(run, str(exc))
         ctx = RunContext(built, rundir, service.values if service else {}, host=self.host,
-                         offered=load.offered if load else None)
+                         offered=load.offered if load else None, steady=self.exp.steady)
         setup_error = self.ensure_setup(run, ctx)
         if setup_error:
             return self._failed(run, setup_error)

@@ -17,6 +17,7 @@ from volbench.core.model import Params, RunResult, Series, Status, TargetRow
 from volbench.core.units import format_size, format_value
 from volbench.report.cases import MIN_RUNS, CaseSummary
 from volbench.stats import Stall, StatisticsInputError, outlier_cutoff, stalls
+from volbench.stats.windows import LATENCY_SERIES
 
 # The devices must have moved at least this share of the workload's bytes; below it the
 # page cache (or another cache) answered. Writes may legitimately be more (journal,
@@ -346,7 +347,8 @@ def caches_not_dropped(runs: Sequence[RunResult]) -> list[ReportWarning]:
 def run_stalls(run: RunResult) -> list[SeriesStalls]:
     found = []
     for s in run.parsed.series:
-        if len(s.points) < 3:
+        # A stall is a rate that falls; latency falling is good news.
+        if len(s.points) < 3 or s.name in LATENCY_SERIES:
             continue
         try:
             spans = stalls(

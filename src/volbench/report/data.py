@@ -185,7 +185,8 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
     labels = {w: report.varying_params(w) for w in report.workloads()}
     # Runs before a case's steady window (the experiment's steady:) are not judged, and a
     # bursting run is judged on its sustained window (timeline.on_sustained).
-    steady = steadiness.steadiness(report.summaries, steadiness.spec_of(experiments), labels)
+    steady = steadiness.steadiness(report.summaries, steadiness.spec_of(experiments), labels,
+                                   runs)
     kept = [r for i, r in enumerate(runs) if i not in steady.before]
     sustained = timeline.on_sustained(kept)
     judged = (report.summaries if sustained is None and not steady.before

@@ -8,11 +8,21 @@ device was still changing).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from volbench.config.steady import SteadySpec, from_document
-from volbench.core.model import ExperimentRow
+from volbench.config.steady import (
+    SS_ATTAINED,
+    SS_RANGE,
+    SS_SECONDS,
+    SS_SLOPE,
+    SteadySpec,
+    fio_slope_limit,
+    from_document,
+    steady_in_run,
+)
+from volbench.core.model import ExperimentRow, RunResult, Status, canonical_json, params_key
 from volbench.report.cases import CaseSummary
 from volbench.report.checks import ReportWarning, case_text, describe_case, metric_text
 from volbench.report.timeline import TimeLine
@@ -41,9 +51,12 @@ def _pct(share: float | None) -> str:
 
 
 def steadiness(summaries: Sequence[CaseSummary], spec: SteadySpec | None,
-               labels: Mapping[str, list[str]]) -> Steadiness:
+               labels: Mapping[str, list[str]], runs: Sequence[RunResult] = ()
+               ) -> Steadiness:
     if spec is None:
         return Steadiness([], [], frozenset())
+    if spec.in_run:  # fio's figures are per run, not summarised metrics
+        return _within_runs(runs, spec, labels)
     lines: list[TimeLine] = []
     warnings: list[ReportWarning] = []
     before: set[int] = set()
@@ -70,3 +83,64 @@ def steadiness(summaries: Sequence[CaseSummary], spec: SteadySpec | None,
             "(volbench run FILE --resume --runs N) or precondition it",
             s.target, s.workload, s.params, s.metric, s.run_indices))
     return Steadiness(lines, warnings, frozenset(before))
+
+
+
+def _case_runs(runs: Sequence[RunResult]) -> dict[tuple[str, str, str, str], list[RunResult]]:
+    """Measured OK runs that carry fio's steady-state figures, by case and job tags, in
+    run order."""
+    out: dict[tuple[str, str, str, str], list[RunResult]] = {}
+    for run in runs:
+        if run.status is not Status.OK or run.warmup:
+            continue
+        for m in run.parsed.metrics:
+            if m.name == SS_ATTAINED:
+                key = (run.target, run.workload, params_key(run.params), canonical_json(m.tags))
+                out.setdefault(key, []).append(run)
+    return out
+
+
+def _figures(run: RunResult, tags: str) -> dict[str, float]:
+    return {m.name: m.value for m in run.parsed.metrics
+            if m.name.startswith("ss_") and m.value is not None
+            and canonical_json(m.tags) == tags}
+
+
+def _within_runs(runs: Sequence[RunResult], spec: SteadySpec,
+                 labels: Mapping[str, list[str]]) -> Steadiness:
+    """`steady: {within: run}`: per case, in how many runs fio found the slope criterion met
+    and the window's range held too, and after how long fio stopped them."""
+    lines: list[TimeLine] = []
+    warnings: list[ReportWarning] = []
+    rule = (f"fio {spec.metric}_slope under {fio_slope_limit(spec) * 100:.3g} %/s over "
+            f"{spec.window} s{f' after a {spec.ramp:g} s ramp' if spec.ramp else ''}, "
+            f"range within {spec.range * 100:g} %")
+    for (target, workload, _, tags), case in _case_runs(runs).items():
+        figures = [_figures(run, tags) for run in case]
+        steady = [f for f in figures
+                  if steady_in_run(f.get(SS_ATTAINED, 0.0), f.get(SS_RANGE), spec)]
+        fio_only = sum(1 for f in figures if f.get(SS_ATTAINED, 0.0) >= 1) - len(steady)
+        extra = (f"; in {fio_only} more fio's slope criterion held but the range did not"
+                 if fio_only else "")
+        params = case[0].params
+        label = " ".join(f"{k}={params[k]}" for k in labels.get(workload, []) if k in params)
+        where = describe_case(target, workload, label)
+        if steady:
+            stopped = statistics.median(f[SS_SECONDS] for f in steady if SS_SECONDS in f)
+            lines.append(TimeLine(target, workload, params, (
+                f"{where}: steady within the run in {len(steady)} of {len(case)} run(s) "
+                f"({rule}); fio stopped them after {stopped:.1f} s (median){extra}")))
+            continue
+        last = figures[-1]
+        warnings.append(ReportWarning(
+            "not-steady",
+            f"{where}: never steady within a run in {len(case)} run(s) ({rule}; last "
+            f"run's final window: range {_pct_of(last.get(SS_RANGE))}, slope "
+            f"{_pct_of(last.get(SS_SLOPE))} of the mean{extra}): they ran their full "
+            "runtime; run longer or precondition the device",
+            target, workload, params, spec.metric))
+    return Steadiness(lines, warnings, frozenset())
+
+
+def _pct_of(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} %"

@@ -49,6 +49,12 @@ class SteadyState:
         return self.start + 1, self.start + self.window
 
 
+def window_shares(window: Sequence[float]) -> tuple[float, float] | None:
+    """(range, best-fit excursion) of one window as shares of its mean; None if the mean
+    is 0."""
+    return _shares(window)
+
+
 def _shares(window: Sequence[float]) -> tuple[float, float] | None:
     mean = statistics.fmean(window)
     if mean == 0.0:

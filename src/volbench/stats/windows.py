@@ -10,7 +10,11 @@ the absence of `burst_seconds` and `warmup_seconds` means none was found.
 
 The regime is decided on each operation's IOPS series (or its bandwidth series when it has
 none, or tps for pgbench), by stats.changepoint, and the same boundary cuts the operation's
-other series, so its IOPS and bandwidth windows cover the same seconds.
+other series, so its IOPS and bandwidth windows cover the same seconds. A per-second mean
+latency series (fio's `lat`) is cut too, into `lat_mean` per window: the seconds' means
+weighted by the deciding series' rate (I/Os per second), which is the mean over the
+window's I/Os; an unweighted mean of per-second means would count a second of 10 I/Os
+like one of 10,000. Percentiles per window need histograms (workloads/fiologs.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ WINDOW_TAG = "window"
 SUSTAINED = "sustained"
 # Series that carry a run's rate, best first: the one the regime is decided on.
 RATE_SERIES = ("iops", "tps", "bw")
+# Per-second mean latency series, cut into window means weighted by the rate: name -> metric.
+LATENCY_SERIES = {"lat": "lat_mean"}
 SECONDS_METRIC = {BURST: "burst_seconds", WARMUP: "warmup_seconds"}
 
 
@@ -32,34 +38,59 @@ def _group(series: Sequence[Series]) -> dict[str, list[Series]]:
     """Rate series grouped by their tags other than the name (op=read, host=…)."""
     groups: dict[str, list[Series]] = {}
     for s in series:
-        if s.name in RATE_SERIES and len(s.points) > 0:
+        if (s.name in RATE_SERIES or s.name in LATENCY_SERIES) and len(s.points) > 0:
             key = repr(sorted(s.tags.items()))
             groups.setdefault(key, []).append(s)
     return groups
 
 
-def _decider(group: Sequence[Series]) -> Series:
-    return min(group, key=lambda s: RATE_SERIES.index(s.name))
+def _decider(group: Sequence[Series]) -> Series | None:
+    rates = [s for s in group if s.name in RATE_SERIES]
+    return min(rates, key=lambda s: RATE_SERIES.index(s.name)) if rates else None
+
+
+def _found(series: Sequence[Series]) -> list[tuple[list[Series], Series, Regimes]]:
+    """(group, deciding series, regimes) of every group that bursts or warms up."""
+    out = []
+    for group in _group(series).values():
+        decider = _decider(group)
+        if decider is None:
+            continue
+        found = regimes([v for _, v in decider.points])
+        if found.kind in SECONDS_METRIC:
+            out.append((group, decider, found))
+    return out
+
+
+def early_and_sustained(series: Sequence[Series]
+                        ) -> list[tuple[Series, str, list[float], list[float]]]:
+    """(deciding series, burst|warmup, its seconds in the early window, in the sustained
+    one) for each group that bursts or warms up: for window figures taken from elsewhere
+    (fio's per-second latency histograms)."""
+    out = []
+    for _, decider, found in _found(series):
+        seconds = [t for t, _ in decider.points]
+        out.append((decider, found.kind, seconds[: found.boundary],
+                    seconds[found.boundary + 1 :]))
+    return out
 
 
 def window_metrics(series: Sequence[Series]) -> list[Metric]:
     """Window metrics for every group of rate series whose run bursts or warms up."""
     out: list[Metric] = []
-    for group in _group(series).values():
-        decider = _decider(group)
-        found = regimes([v for _, v in decider.points])
-        if found.kind not in SECONDS_METRIC:
-            continue
+    for group, decider, found in _found(series):
         out.append(Metric(SECONDS_METRIC[found.kind], round(found.early_seconds, 2), "s",
                           dict(decider.tags)))
         for s in group:
-            out.extend(_cut(s, found))
+            out.extend(_cut(s, found, decider))
     return out
 
 
-def _cut(s: Series, found: Regimes) -> list[Metric]:
+def _cut(s: Series, found: Regimes, decider: Series) -> list[Metric]:
     """The series' mean in the early window and in the sustained one (after the second that
-    straddles the change, as the detector takes it)."""
+    straddles the change, as the detector takes it); latency means weighted by the rate."""
+    if s.name in LATENCY_SERIES:
+        return _cut_latency(s, found, decider)
     values = [v for _, v in s.points]
     if len(values) != found.n:
         return []  # not sampled like the deciding series: its seconds would not line up
@@ -69,6 +100,24 @@ def _cut(s: Series, found: Regimes) -> list[Metric]:
         Metric(s.name, early, s.unit, {**s.tags, WINDOW_TAG: found.kind}),
         Metric(s.name, sustained, s.unit, {**s.tags, WINDOW_TAG: SUSTAINED}),
     ]
+
+
+def _cut_latency(s: Series, found: Regimes, decider: Series) -> list[Metric]:
+    """Per window, the mean latency over its I/Os: the seconds' means weighted by the
+    deciding series' rate in that second (matched by time; a second without I/O logs no
+    latency)."""
+    latency = dict(s.points)
+    out = []
+    windows = ((found.kind, decider.points[: found.boundary]),
+               (SUSTAINED, decider.points[found.boundary + 1 :]))
+    for window, points in windows:
+        pairs = [(latency[t], rate) for t, rate in points if t in latency and rate > 0]
+        weight = sum(rate for _, rate in pairs)
+        if weight > 0:
+            mean = sum(value * rate for value, rate in pairs) / weight
+            out.append(Metric(LATENCY_SERIES[s.name], mean, s.unit,
+                              {**s.tags, WINDOW_TAG: window}))
+    return out
 
 
 def with_windows(parsed: Parsed) -> Parsed:

@@ -22,6 +22,7 @@ from typing import Any
 from volbench.config.fields import Reader
 from volbench.config.pathcheck import Place
 from volbench.config.spec import Field
+from volbench.config.steady import SteadySpec
 from volbench.core.errors import ParseError, Problem
 from volbench.core.model import Params, Parsed, Scalar
 from volbench.system.journal import Scope
@@ -62,6 +63,9 @@ class RunContext:
     # A load-curve step's offered rate (op/s or tx/s in all), resolved by the runner once
     # the round's saturation run has ended (volbench.engine.curves); None: unthrottled.
     offered: float | None = None
+    # The experiment's `steady:` rule; a workload that can hold it within a run (fio, with
+    # `within: run`) passes it to its tool.
+    steady: SteadySpec | None = None
 
 
 @dataclass(frozen=True)

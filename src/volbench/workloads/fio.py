@@ -22,12 +22,13 @@ from volbench.config.fields import Reader, choice, flag, percent, whole
 from volbench.config.spec import Axis, Field, Text, TextMap
 from volbench.core import units
 from volbench.core.errors import ExperimentError, ParseError, Problem
-from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar, Series
+from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
 from volbench.targets.base import Built
-from volbench.workloads import fioclient
+from volbench.workloads import fioclient, fiologs, fiosteady
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
+from volbench.workloads.fiologs import parse_logs
 from volbench.workloads.shape import shape_checked
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
@@ -37,7 +38,7 @@ OPS = ("read", "write", "trim")
 # fio's own seconds of start-up and tear-down beyond `runtime`, for estimates.
 OVERHEAD_S = 1.0
 # Percentiles volbench keeps from fio's default list (all of them: they are cheap).
-LOG_PREFIX = "fio"
+LOG_PREFIX = fiologs.LOG_PREFIX
 
 
 @dataclass(frozen=True)
@@ -249,8 +250,8 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     _confine(spec, params, built)
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
-              f"--write_iops_log={LOG_PREFIX}", f"--write_bw_log={LOG_PREFIX}",
-              "--log_avg_msec=1000"]
+              *(f"--{k}={v}" for k, v in fiologs.LOG_OPTIONS),
+              *(f"--{k}={v}" for k, v in fiosteady.options(ctx.steady))]
     if spec.jobfile is not None:
         argv = [*common, *(f"--{k}={v}" for k, v in _expanded(spec, built).items())]
         if built.path is not None:
@@ -263,7 +264,7 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
-                      outputs={"fio.json": out}, output_globs=(f"{LOG_PREFIX}_*.log",))
+                      outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS)
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
@@ -459,6 +460,7 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
         for key, name in (("usr_cpu", "cpu_usr"), ("sys_cpu", "cpu_sys")):
             if key in job:
                 metrics.append(Metric(name, float(job[key]), "%", tags))
+        metrics += fiosteady.metrics(job, tags)  # steady: {within: run}
     metrics += _group_totals(data, major)
     disks = list(data.get("disk_util", []) or [])
     hosts = [str(d.get("hostname", "")) for d in disks]
@@ -472,35 +474,6 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
     return Parsed(tuple(metrics), (), tuple(hists))
 
 
-_LOG_NAME = re.compile(rf"^{LOG_PREFIX}_(iops|bw)\.(\d+)\.log$")
-
-
-def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
-    """Per-second IOPS/bandwidth series from fio's averaged logs, summed over jobs."""
-    sums: dict[tuple[str, str], dict[float, float]] = {}
-    for name, text in logs.items():
-        m = _LOG_NAME.match(Path(name).name)
-        if not m:
-            continue
-        kind = m.group(1)
-        for line in text.splitlines():
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) < 3:
-                continue
-            t_ms, value, ddir = float(parts[0]), float(parts[1]), int(parts[2])
-            op = OPS[ddir] if 0 <= ddir < len(OPS) else "other"
-            # Each averaged sample covers the second that ends at t: round to that second.
-            t = round(t_ms / 1000.0)
-            scale = 1024.0 if kind == "bw" else 1.0  # bw logs are KiB/s
-            bucket = sums.setdefault((kind, op), {})
-            bucket[t] = bucket.get(t, 0.0) + value * scale
-    series = []
-    for (kind, op), points in sorted(sums.items()):
-        unit = "B/s" if kind == "bw" else "op/s"
-        series.append(Series(kind, unit, tuple(sorted(points.items())), {"op": op}))
-    return tuple(series)
-
-
 def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
     outputs = run.outputs
     if fioclient.MANIFEST in outputs:  # client/server mode: results per host
@@ -509,7 +482,11 @@ def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
         raise ParseError("fio", "run", "fio wrote no JSON output file")
     parsed = parse_json(outputs["fio.json"], "fio.json")
     logs = {k: v for k, v in outputs.items() if k.endswith(".log")}
-    return Parsed(parsed.metrics, parse_logs(logs), parsed.histograms)
+    series = parse_logs(logs)
+    # Window percentiles need the per-second histograms, which only this parser reads;
+    # the window means are added by the engine (stats.windows) like any workload's.
+    extra = fiologs.window_percentiles(logs, series)
+    return Parsed(parsed.metrics + tuple(extra), series, parsed.histograms)
 
 
 KIND = WorkloadKind(

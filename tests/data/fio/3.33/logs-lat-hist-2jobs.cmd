@@ -1,0 +1,2 @@
+fio --output-format=json+ --output=out.json --write_iops_log=fio --write_bw_log=fio --write_lat_log=fio --write_hist_log=fio --log_avg_msec=1000 --log_hist_msec=1000 two.fio
+# two.fio is logs-lat-hist-2jobs.job.fio: two rate-limited jobs in one group, 1000 IOPS of 4k for 14 s and 2000 IOPS of 128k for the first 6 s (summed: a 6 s burst, then 1000 IOPS); buffered psync on a file in /var/tmp (ext4 root); logs renamed with the case prefix (fio_lat.N.log -> logs-lat-hist-2jobs.fio_lat.N.log); fio_clat/fio_slat logs also written, not kept (volbench does not keep them); exit 0

@@ -1,0 +1,2 @@
+fio --output-format=json+ --output=ss-attained.json --name=flat --filename=/var/tmp/fiolat-cap/f.dat --size=64M --rw=randread --bs=4k --ioengine=psync --rate_iops=500 --runtime=30 --time_based=1 --group_reporting=1 --steadystate=iops_slope:2.5% --ss_dur=5s --ss_ramp=2s
+# buffered psync on a file in /var/tmp (ext4 root), held at 500 IOPS: fio found the slope criterion met after the 2 s ramp and a 5 s window and stopped at 7.9 s of its 30 s runtime; exit 0

@@ -1,0 +1,2 @@
+fio --output-format=json+ --output=ss-not-attained.json --name=noisy --filename=/var/tmp/fiolat-cap/f.dat --size=64M --rw=randread --bs=4k --ioengine=psync --runtime=8 --time_based=1 --group_reporting=1 --steadystate=iops_slope:0.001% --ss_dur=5s --ss_ramp=1s
+# unthrottled buffered psync reads from the page cache on a shared host (noisy): a slope limit of 0.001 %/s is never met, fio ran its full 8 s; exit 0
