@@ -353,6 +353,9 @@ def test_nfs_and_iscsi_fields() -> None:
     assert n4.on == ("store",) and "no_root_squash" in n4.export_options
     assert isinstance(n3, NfsSpec) and not n3.v4 and n3.fs.fs == "ext4"
     assert n3.source is not None and n3.source.listed[0].path == D(2)
+    # mount_options are the NFS client's; the filesystem under the export (ext4 here,
+    # which knows no nconnect=) is mounted without them.
+    assert n3.mount_options == ("nconnect=2",) and n3.fs.mount_options == ()
     lio, tgt = exp.target("lio"), exp.target("tgt")
     assert isinstance(lio, IscsiSpec) and isinstance(tgt, IscsiSpec)
     assert lio.port == 3260 and tgt.port == 3261 and tgt.server == "tgt"

@@ -41,7 +41,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,9 @@ def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
             "use a lab disk class for the disk under it (docs/lab.md)",
         )
     source = parse_own_disk(r)
-    fs = parse_fs(r) if source is not None else FsSpec("xfs")
+    # mount_options are the NFS client's (nconnect=, rsize= …): the filesystem under the
+    # export is mounted without them (parse_fs reads the same field for other types).
+    fs = replace(parse_fs(r), mount_options=()) if source is not None else FsSpec("xfs")
     if source is not None and not fs.mounted:
         r.problem("fs", "an NFS export needs a filesystem", "use fs: xfs or ext4")
     raw = r.raw(VERSION.name, VERSION.default)
