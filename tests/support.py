@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,25 @@ ENV = {
     },
     "hostname": "h1",
 }
+
+
+def lab_run(tmp_path: Path, experiment: str, tag: str, timeout: float = 600) -> Path:
+    """`volbench lab run` of `experiment` (YAML text) through the CLI, as a user runs it,
+    with a state directory of its own; returns the results database. The work folder
+    must be empty afterwards (run_in_vm removes the images) and is removed."""
+    need_lab()
+    (tmp_path / "exp.yaml").write_text(experiment)
+    db = tmp_path / "results.db"
+    work = Path("/var/tmp/volbench-tests") / f"lab-{tag}-{os.getpid()}"
+    done = proc.run(
+        [sys.executable, "-m", "volbench.cli.main", "lab", "run", str(tmp_path / "exp.yaml"),
+         "--db", str(db), "--quiet", "--workdir", str(work)],
+        timeout=timeout, env={"VOLBENCH_STATE_DIR": str(tmp_path / "state")}, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(work.iterdir()) == []
+    work.rmdir()
+    return db
 
 
 def make_run(

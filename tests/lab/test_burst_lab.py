@@ -17,16 +17,13 @@ the measured level.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support import need_lab
+from support import lab_run
 from volbench.store.db import Store
-from volbench.system import proc
 
 EXPERIMENT = """
 name: lab-burst
@@ -49,18 +46,8 @@ repeat: 1
 @pytest.mark.lab
 @pytest.mark.slow
 def test_bursting_class_detected_flat_class_not(tmp_path: Path) -> None:
-    need_lab()
-    work = Path("/var/tmp/volbench-tests") / f"lab-burst-{os.getpid()}"
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT)
-    db = tmp_path / "results.db"
     started = time.monotonic()
-    done = proc.run(
-        [sys.executable, "-m", "volbench.cli.main", "lab", "run", str(tmp_path / "exp.yaml"),
-         "--db", str(db), "--quiet", "--workdir", str(work)],
-        timeout=900, env={"VOLBENCH_STATE_DIR": str(tmp_path / "state")}, check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    os.rmdir(work)  # run_in_vm removed the images and its folder
+    db = lab_run(tmp_path, EXPERIMENT, "burst", timeout=900)
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         runs = {r.target: r for r in store.runs([row.id])}

@@ -3,16 +3,13 @@ each run starts; an unfilled thin volume beside it stays nearly empty. One boot.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import need_lab
+from support import lab_run
 from volbench.store.db import Store
-from volbench.system import proc
 
 EXPERIMENT = """
 name: thin-state
@@ -33,17 +30,7 @@ repeat: 1
 @pytest.mark.lab
 @pytest.mark.slow
 def test_thin_pool_data_percent_is_recorded(tmp_path: Path) -> None:
-    need_lab()
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT)
-    db = tmp_path / "results.db"
-    work = Path("/var/tmp/volbench-tests") / f"thin-{os.getpid()}"
-    done = proc.run([sys.executable, "-m", "volbench.cli.main", "lab", "run",
-                     str(tmp_path / "exp.yaml"), "--db", str(db), "--quiet", "--workdir",
-                     str(work)], timeout=600, check=False,
-                    env={"VOLBENCH_STATE_DIR": str(tmp_path / "state")})
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert list(work.iterdir()) == []
-    work.rmdir()
+    db = lab_run(tmp_path, EXPERIMENT, "thin-pool")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         states = {t.name: t.info["state"] for t in store.targets(row.id)}

@@ -27,16 +27,13 @@ as long as the cap needs to move those zeroes plus the window's own writes:
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support import ROOT, need_lab
+from support import ROOT, lab_run
 from volbench.store.db import Store
-from volbench.system import proc
 
 MiB = 2**20
 AREA = 64 * MiB
@@ -60,19 +57,9 @@ repeat: 1
 @pytest.mark.lab
 @pytest.mark.slow
 def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(tmp_path: Path) -> None:
-    need_lab()
-    work = Path("/var/tmp/volbench-tests") / f"lab-thin-{os.getpid()}"
     jobfile = ROOT / "tests" / "lab" / "thin-first-touch.fio"
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT.format(jobfile=jobfile))
-    db = tmp_path / "results.db"
     started = time.monotonic()
-    done = proc.run(
-        [sys.executable, "-m", "volbench.cli.main", "lab", "run", str(tmp_path / "exp.yaml"),
-         "--db", str(db), "--quiet", "--workdir", str(work)],
-        timeout=600, env={"VOLBENCH_STATE_DIR": str(tmp_path / "state")}, check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    os.rmdir(work)  # run_in_vm removed the images and its folder
+    db = lab_run(tmp_path, EXPERIMENT.format(jobfile=jobfile), "thin")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         (run,) = store.runs([row.id], series=True)
