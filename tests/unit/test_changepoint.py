@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 import time
 
 import pytest
@@ -12,10 +13,12 @@ from volbench.stats.changepoint import (
     FLAT,
     TOO_SHORT,
     WARMUP,
+    long_run_sigma,
     median3,
     noise_sigma,
     pelt,
     regimes,
+    shift_significant,
 )
 from volbench.stats.validation import StatisticsInputError
 
@@ -71,7 +74,9 @@ def test_ramp_down_is_a_burst_ramp_up_a_warmup() -> None:
     assert found.kind == BURST and 14 <= found.burst_seconds <= 20
     up = [200 + 40.0 * i for i in range(20)] + [1000.0] * 30
     found = regimes(up)
-    assert found.kind == WARMUP and 14 <= found.warmup_seconds <= 20
+    # its first 2 s, under half the level around them, are a slow start (a stall)
+    assert found.kind == WARMUP and 12 <= found.warmup_seconds <= 18
+    assert found.stalls == ((0, 2),)
 
 
 def test_several_burst_steps_form_one_early_window() -> None:
@@ -84,9 +89,10 @@ def test_stalls_are_not_regimes() -> None:
     base = noisy([(500, 60)], 0.02)
     short = [*base[:30], 0.0, 0.0, *base[32:]]  # a 2 s stall mid-run
     assert regimes(short).kind == FLAT
-    long = [*base[:30], *[0.0] * 6, *base[36:]]  # a 6 s stall mid-run: a dip, not an early window
+    long = [*base[:30], *[0.0] * 6, *base[36:]]  # 6 s of nothing mid-run: a stall, not a level
     found = regimes(long)
-    assert found.kind == FLAT and len(found.segments) == 3
+    assert found.kind == FLAT and found.stalls == ((30, 36),)
+    assert found.sustained_level == pytest.approx(500, rel=0.01)
     assert regimes([0.0, 0.0, *base]).kind == FLAT  # a slow first 2 s is fio starting up
 
 
@@ -142,3 +148,41 @@ def test_a_three_hour_run_is_segmented_fast_and_to_the_second() -> None:
     assert regimes(noisy([(500, 10800)], 0.05)).kind == FLAT
     warm = noisy([(300, 400), (1000, 3200)], 0.05)
     assert regimes(warm).warmup_seconds == pytest.approx(400, abs=1)
+
+
+def test_run_ends_are_not_regimes() -> None:
+    # the cases of issue 21: a stop at the end, a partial last second, jobs finishing one
+    # by one; each was a 57-58 s "burst" with the end as its sustained level
+    for values in ([500.0] * 57 + [0.0] * 3, [500.0] * 59 + [250.0],
+                   [500.0] * 56 + [375.0, 250.0, 125.0, 0.0]):
+        found = regimes(values)
+        assert found.kind == FLAT, values[-4:]
+        assert found.sustained_level == pytest.approx(500, rel=0.02)
+    found = regimes([2500.0] * 20 + [500.0] * 38 + [0.0] * 2)
+    assert found.kind == BURST and found.burst_seconds == pytest.approx(20)
+    assert found.burst_level == 2500 and found.sustained_level == 500
+    assert found.stalls == ((58, 60),) and found.end == 58
+    assert found.sustained_indexes() == list(range(21, 58))
+
+
+def test_a_stall_inside_a_burst_is_a_stall() -> None:
+    values = noisy([(1000, 20), (500, 40)], 0.02)
+    values[5:9] = [0.0, 100.0, 0.0, 250.0]  # under half the burst, above half the sustained
+    found = regimes(values)
+    assert found.kind == BURST and found.stalls == ((5, 9),)
+    assert found.burst_level == pytest.approx(1000, rel=0.02)
+    assert 5 not in found.early_indexes()
+
+
+def test_a_wandering_flat_series_is_judged_by_its_own_noise() -> None:
+    # AR(1) phi 0.9, cv 15 %: the old penalty (from first differences) saw sigma*sqrt(1-phi)
+    # and called 60 % of these burst or warm-up; long_run_sigma sees the dependence
+    rng = random.Random(5)
+    e, values = 0.0, []
+    for _ in range(60):
+        e = 0.9 * e + 0.15 * (1 - 0.81) ** 0.5 * rng.gauss(0, 1)
+        values.append(500 * (1 + e))
+    sigma, phi = long_run_sigma([v - statistics.fmean(values) for v in values])
+    assert phi > 0.6 and sigma > 2 * statistics.stdev(values)
+    assert not shift_significant(values[:20], values[20:])
+    assert shift_significant([v * 2 for v in values[:20]], values[20:])

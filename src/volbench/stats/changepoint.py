@@ -30,10 +30,24 @@ penalty but mean nothing, and `min_change` (10 % by default) is the size of shif
 counts: adjacent segments closer than that are merged. Segments are at least `min_size`
 samples long (3 s), so a 1-2 s stall or fio's ramp-in second does not make a regime; a
 longer stall in mid-run is a dip, not an early window, and is left to stats.series.stalls.
+
+Real per-second series are not independent (issue 21): a busy host makes them wander
+(AR(1) noise), runs stall and end raggedly. So, before a shift is a regime:
+- stalls are set aside first (`stall_spans`: near-zero seconds of any length, dips below
+  half the local level of up to 5 s), never a level and never an early window;
+- the sustained level is the last segment of 5 s or more: shorter ones after it are the
+  run's end (a partial last second, jobs finishing one by one, a final flush);
+- the early window must differ from the sustained level by `min_change` (10 %), last
+  `min_size` (3 s) or more, and be significant under the series' own dependence: the
+  difference of the two means is at least CRITICAL (6) standard errors, the errors from
+  the long-run variance of an AR(1) fitted to the windows (`shift_significant`). 6, not
+  1.96: the boundary is where the difference looks largest, and phi from one minute of
+  seconds is biased low; with 5, 6 % of flat AR(1) 0.9 series at cv 15 % were flagged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import statistics
@@ -49,6 +63,22 @@ MIN_SIZE = 3
 MIN_CHANGE = 0.10
 # Longer series are segmented on block means (see regimes).
 MAX_POINTS = 600
+# Stalls: seconds below STALL_LEVEL of the run's median, or a dip below DIP_LEVEL of it for
+# at most MAX_DIP seconds. They are set aside, never a level (a longer slow stretch is one).
+STALL_LEVEL = 0.10
+DIP_LEVEL = 0.50
+MAX_DIP = 5
+# A second's neighbourhood for the stall levels: this many seconds either side.
+LOCAL = 15
+# The sustained segment is the last one at least this long; shorter ones after it are the
+# run's end (a partial last second, jobs finishing one by one, a final flush).
+TAIL_SECONDS = 5
+# A shift counts when |early - sustained| is this many standard errors of the difference,
+# the errors taken from the series' own long-run variance (AR(1)); chosen on the seeded
+# simulation in bench/changepoint_rates.py (see shift_significant).
+CRITICAL = 6.0
+# AR(1) coefficients are capped here: above it a series is a random walk to any test.
+MAX_PHI = 0.95
 
 
 @dataclass(frozen=True)
@@ -79,6 +109,24 @@ class Regimes:
     early_seconds: float
     sustained_level: float
     n: int
+    # Stalled seconds [start, end) (set aside, never a level) and the end of the sustained
+    # window (exclusive): the seconds after it are the run's end.
+    stalls: tuple[tuple[int, int], ...] = ()
+    end: int = -1
+
+    def early_indexes(self) -> list[int]:
+        """The seconds the early level is the mean of (stalls left out)."""
+        return [i for i in range(self.boundary) if not self._stalled(i)]
+
+    def sustained_indexes(self) -> list[int]:
+        """The seconds the sustained level is the mean of: after the second that straddles
+        the change, before the run's end, stalls left out."""
+        end = self.n if self.end < 0 else self.end
+        start = self.boundary + 1 if self.early_level is not None else 0
+        return [i for i in range(start, end) if not self._stalled(i)]
+
+    def _stalled(self, index: int) -> bool:
+        return any(a <= index < b for a, b in self.stalls)
 
     @property
     def burst_seconds(self) -> float:
@@ -101,6 +149,91 @@ def noise_sigma(values: Sequence[float]) -> float:
     center = statistics.median(diffs)
     mad = statistics.median(abs(d - center) for d in diffs)
     return 1.4826 * mad / math.sqrt(2.0)
+
+
+def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
+    """Stalled seconds as [start, end) spans, each second judged against its neighbourhood
+    (the median of the LOCAL seconds either side, so a stall inside a burst is one too):
+    below STALL_LEVEL of it (any length: nothing completed, an outage), or below DIP_LEVEL
+    of it for at most MAX_DIP seconds in a row (a short dip: a run's start or end, a
+    hiccup)."""
+    n = len(values)
+    local = [statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]) for i in range(n)]
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < n:
+        if not values[i] < DIP_LEVEL * local[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and values[j] < DIP_LEVEL * local[j]:
+            j += 1
+        if j - i <= MAX_DIP:
+            out.append((i, j))
+        else:  # a long slow stretch is a regime; only its near-zero seconds are stalls
+            out.extend(_below(values, local, i, j))
+        i = j
+    return out
+
+
+def _below(values: Sequence[float], local: Sequence[float], start: int,
+           end: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    i = start
+    while i < end:
+        j = i
+        while j < end and values[j] < STALL_LEVEL * local[j]:
+            j += 1
+        if j > i:
+            out.append((i, j))
+        i = max(j, i + 1)
+    return out
+
+
+def long_run_sigma(residuals: Sequence[float]) -> tuple[float, float]:
+    """(sigma of the mean's noise per sample, AR(1) phi) of zero-mean residuals.
+
+    The long-run variance of an AR(1) series is sigma^2 (1 + phi) / (1 - phi): the
+    variance of a mean of m dependent seconds is that over m. phi is the lag-1
+    autocorrelation, corrected for its small-sample bias (Kendall: -(1 + 3 phi) / n) and
+    kept within [0, MAX_PHI]; negative dependence is taken as none (conservative)."""
+    n = len(residuals)
+    if n < 3:
+        return 0.0, 0.0
+    var = sum(r * r for r in residuals) / (n - 1)
+    if var == 0.0:
+        return 0.0, 0.0
+    lag = sum(a * b for a, b in itertools.pairwise(residuals)) / (n - 1)
+    phi = lag / var
+    phi = min(MAX_PHI, max(0.0, phi + (1 + 3 * phi) / n))
+    return math.sqrt(var * (1 + phi) / (1 - phi)), phi
+
+
+def shift_significant(early: Sequence[float], sustained: Sequence[float]) -> bool:
+    """Whether two windows' means differ by CRITICAL standard errors or more, the errors
+    from the windows' second-to-second differences with the residuals' dependence
+    (long_run_sigma), at least the sustained window's own long-run spread, and a floor of
+    NOISE_FLOOR of the level. CRITICAL is far above 1.96 because the boundary was chosen
+    where the difference looks largest, and phi from a minute of seconds is biased low."""
+    if len(early) < 2 or len(sustained) < 2:
+        return False
+    a, b = statistics.fmean(early), statistics.fmean(sustained)
+    residuals = [*(v - a for v in early), *(v - b for v in sustained)]
+    _, phi = long_run_sigma(residuals)
+    # The second-to-second spread comes from the differences (robust: a ramp or a wild
+    # second does not inflate it), Var(x_t - x_t-1) = 2 sigma^2 (1 - phi); the long-run
+    # variance is then sigma^2 (1 + phi) / (1 - phi).
+    diffs = noise_sigma(early) ** 2 * len(early) + noise_sigma(sustained) ** 2 * len(sustained)
+    spread = 2 * diffs / (len(early) + len(sustained))
+    sigma = math.sqrt(spread * (1 + phi) / (2 * (1 - phi) ** 2))
+    # Heavy tails: the differences' MAD misses the wild seconds that the means carry; the
+    # settled window's own residuals see them (and no ramp's shape).
+    sigma = max(sigma, long_run_sigma([v - b for v in sustained])[0])
+    sigma = max(sigma, NOISE_FLOOR * max(abs(a), abs(b)))
+    if sigma == 0.0:
+        return a != b
+    error = sigma * math.sqrt(1 / len(early) + 1 / len(sustained))
+    return abs(a - b) >= CRITICAL * error
 
 
 def median3(values: Sequence[float]) -> list[float]:
@@ -186,11 +319,17 @@ def regimes(
 ) -> Regimes:
     """Find the level shifts in a per-second series and name the run's regime.
 
-    The sustained level is the last segment's; the early window is the longest leading run
-    of segments all above it (burst) or all below it (warmup) by `min_change`. A series
-    shorter than 2 * min_size + 1 samples cannot show two regimes: kind "too short".
-    Beyond MAX_POINTS samples the segments are found on means of k = ceil(n / MAX_POINTS)
-    samples (min_size blocks, not samples), the boundary then placed on the raw samples.
+    Stalls (seconds below `STALL_LEVEL` of the median, or below `DIP_LEVEL` of it for at
+    most `MAX_DIP` seconds) are set aside first: they are reported in `stalls`, never a
+    level. The sustained level is the last segment of `TAIL_SECONDS` or more; shorter
+    segments after it are the run's end (the last partial second, jobs finishing one by
+    one) and judge nothing. The early window is the longest leading run of segments all
+    above it (burst) or all below it (warmup) by `min_change`, `min_size` seconds or
+    longer; it is kept only when the shift is significant under the series' own
+    dependence (`shift_significant`). A series shorter than 2 * min_size + 1 samples
+    cannot show two regimes: kind "too short". Beyond MAX_POINTS samples the segments are
+    found on means of k = ceil(n / MAX_POINTS) samples, the boundary then placed on the
+    raw samples.
     """
     if not values:
         return Regimes(TOO_SHORT, (), 0, None, 0.0, 0.0, 0)
@@ -200,45 +339,93 @@ def regimes(
     if min_size < 1:
         raise StatisticsInputError(f"min_size must be at least 1, got {min_size!r}")
     n = len(sample)
-    whole = [Segment(0, n, statistics.fmean(sample))]
     if n < 2 * min_size + 1:
-        return Regimes(TOO_SHORT, tuple(whole), 0, None, 0.0, whole[0].level, n)
-    # PELT's pruning does little on a flat series (10 800 s took 3 minutes): a long run is
-    # segmented on means of k-second blocks, at most MAX_POINTS of them, then the
-    # boundary is placed to the second on the raw samples.
-    k = math.ceil(n / MAX_POINTS)
-    coarse = sample if k == 1 else [statistics.fmean(sample[i : i + k]) for i in range(0, n, k)]
-    scale = statistics.median(abs(v) for v in sample)
-    sigma = max(noise_sigma(coarse), NOISE_FLOOR * scale)
-    if sigma == 0.0:
-        return Regimes(FLAT, tuple(whole), 0, None, 0.0, whole[0].level, n)
-    # Segmented on a running median of 3: one wild second (heavy-tailed noise) cannot
-    # make a segment, and a step keeps its edge; levels come from the raw samples.
-    points = pelt(median3(coarse), penalty * math.log(len(coarse)) * sigma * sigma, min_size)
-    segs = merge_close(sample, _segments(sample, [p * k for p in points]), min_change)
-    last = segs[-1].level
+        return Regimes(TOO_SHORT, (Segment(0, n, statistics.fmean(sample)),), 0, None, 0.0,
+                       statistics.fmean(sample), n)
+    stalled = stall_spans(sample)
+    kept = _kept_indexes(n, stalled)
+    flat = _flat(sample, kept, stalled, n)
+    if len(kept) < 2 * min_size + 1:
+        return flat
+    series = [sample[i] for i in kept]
+    segs = _segment(series, min_change, min_size, penalty)
+    last = _sustained_segment(segs)
     side = 0
     early = 0
-    for seg in segs[:-1]:
-        here = 0 if not _differ(seg.level, last, min_change) else (1 if seg.level > last else -1)
+    for seg in segs[:last]:
+        here = 0 if not _differ(seg.level, segs[last].level, min_change) else (
+            1 if seg.level > segs[last].level else -1)
         if here == 0 or (side and here != side):
             break
         side, early = here, early + 1
     if early == 0:
-        return Regimes(FLAT, tuple(segs), 0, None, 0.0, statistics.fmean(sample), n)
+        return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
+    k = math.ceil(len(series) / MAX_POINTS)
     boundary = segs[early].start
     if k > 1:  # the block holding the change may have gone to the sustained side
-        boundary = _advance(sample, boundary, segs[early].end, k)
-    boundary = _refine(sample, boundary, min_size * k)
-    early_level = statistics.fmean(sample[:boundary])
+        boundary = _advance(series, boundary, segs[early].end, k)
+    boundary = _refine(series, boundary, min_size * k)
+    tail = segs[last].end
+    early_level = statistics.fmean(series[:boundary])
     # The first sustained second may straddle the change: the level is taken after it.
-    sustained = statistics.fmean(sample[boundary + 1 :])
-    seconds = (boundary - 1 + _share(sample[boundary - 1], early_level, sustained)
-               + _share(sample[boundary], early_level, sustained))
-    if seconds < min_size:  # a slow first second or two is the tool starting, not a regime
-        return Regimes(FLAT, tuple(segs), 0, None, 0.0, statistics.fmean(sample), n)
+    sustained = statistics.fmean(series[boundary + 1 : tail])
+    seconds = (boundary - 1 + _share(series[boundary - 1], early_level, sustained)
+               + _share(series[boundary], early_level, sustained))
+    # A slow first second or two is the tool starting, not a regime; and a shift the noise
+    # of this very series could have made is no regime either.
+    if (seconds < min_size or not _differ(early_level, sustained, min_change)
+            or not shift_significant(series[:boundary], series[boundary + 1 : tail])):
+        return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
     kind = BURST if side > 0 else WARMUP
-    return Regimes(kind, tuple(segs), boundary, early_level, seconds, sustained, n)
+    end = kept[tail - 1] + 1
+    return Regimes(kind, tuple(_on_seconds(segs, kept, n)), kept[boundary], early_level,
+                   seconds, sustained, n, tuple(stalled), end)
+
+
+def _kept_indexes(n: int, stalled: Sequence[tuple[int, int]]) -> list[int]:
+    out = set(range(n))
+    for a, b in stalled:
+        out.difference_update(range(a, b))
+    return sorted(out)
+
+
+def _flat(sample: Sequence[float], kept: Sequence[int], stalled: Sequence[tuple[int, int]],
+          n: int) -> Regimes:
+    """A flat run: one level, the mean of the seconds that did not stall."""
+    level = statistics.fmean(sample[i] for i in kept) if kept else 0.0
+    return Regimes(FLAT, (Segment(0, n, level),), 0, None, 0.0, level, n, tuple(stalled), n)
+
+
+def _on_seconds(segs: Sequence[Segment], kept: Sequence[int], n: int) -> list[Segment]:
+    """Segments found on the kept seconds, placed back on the run's seconds."""
+    edges = [kept[s.start] for s in segs] + [n]
+    return [Segment(edges[i], edges[i + 1], s.level) for i, s in enumerate(segs)]
+
+
+def _segment(series: Sequence[float], min_change: float, min_size: int,
+             penalty: float) -> list[Segment]:
+    """PELT on a running median of 3 (block means beyond MAX_POINTS), neighbours closer
+    than min_change merged; levels are the raw samples' means."""
+    n = len(series)
+    k = math.ceil(n / MAX_POINTS)
+    coarse = series if k == 1 else [statistics.fmean(series[i : i + k]) for i in range(0, n, k)]
+    scale = statistics.median(abs(v) for v in series)
+    sigma = max(noise_sigma(coarse), NOISE_FLOOR * scale)
+    if sigma == 0.0:
+        return [Segment(0, n, statistics.fmean(series))]
+    # Segmented on a running median of 3: one wild second (heavy-tailed noise) cannot
+    # make a segment, and a step keeps its edge; levels come from the raw samples.
+    points = pelt(median3(coarse), penalty * math.log(len(coarse)) * sigma * sigma, min_size)
+    return merge_close(series, _segments(series, [p * k for p in points]), min_change)
+
+
+def _sustained_segment(segs: Sequence[Segment]) -> int:
+    """Index of the last segment of TAIL_SECONDS or more: shorter ones after it are the
+    run's end (a partial last second, jobs finishing one by one, a final flush)."""
+    for i in range(len(segs) - 1, -1, -1):
+        if segs[i].size >= TAIL_SECONDS:
+            return i
+    return len(segs) - 1
 
 
 def _advance(sample: Sequence[float], boundary: int, end: int, steps: int) -> int:
