@@ -153,12 +153,17 @@ def noise_sigma(values: Sequence[float]) -> float:
 
 def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
     """Stalled seconds as [start, end) spans, each second judged against its neighbourhood
-    (the median of the LOCAL seconds either side, so a stall inside a burst is one too):
+    (the median of the LOCAL seconds either side, so a stall inside a burst is one too,
+    or the run's median where that is higher):
     below STALL_LEVEL of it (any length: nothing completed, an outage), or below DIP_LEVEL
     of it for at most MAX_DIP seconds in a row (a short dip: a run's start or end, a
     hiccup)."""
     n = len(values)
-    local = [statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]) for i in range(n)]
+    # An outage longer than LOCAL would pull its own neighbourhood down: the run's median
+    # is the least a second is judged against.
+    whole = statistics.median(values)
+    local = [max(whole, statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]))
+             for i in range(n)]
     out: list[tuple[int, int]] = []
     i = 0
     while i < n:

@@ -15,6 +15,10 @@ latency series (fio's `lat`) is cut too, into `lat_mean` per window: the seconds
 weighted by the deciding series' rate (I/Os per second), which is the mean over the
 window's I/Os; an unweighted mean of per-second means would count a second of 10 I/Os
 like one of 10,000. Percentiles per window need histograms (workloads/fiologs.py).
+Windows are the seconds stats.changepoint took each level from: stalled seconds and the
+run's ragged end are in neither (the stall check reports stalls: how long, when).
+
+`with_windows` works on any Parsed with series (live runs and imports alike).
 """
 
 from __future__ import annotations
@@ -70,8 +74,8 @@ def early_and_sustained(series: Sequence[Series]
     out = []
     for _, decider, found in _found(series):
         seconds = [t for t, _ in decider.points]
-        out.append((decider, found.kind, seconds[: found.boundary],
-                    seconds[found.boundary + 1 :]))
+        out.append((decider, found.kind, [seconds[i] for i in found.early_indexes()],
+                    [seconds[i] for i in found.sustained_indexes()]))
     return out
 
 
@@ -88,14 +92,15 @@ def window_metrics(series: Sequence[Series]) -> list[Metric]:
 
 def _cut(s: Series, found: Regimes, decider: Series) -> list[Metric]:
     """The series' mean in the early window and in the sustained one (after the second that
-    straddles the change, as the detector takes it); latency means weighted by the rate."""
+    straddles the change and before the run's end, stalled seconds left out, as the
+    detector takes them); latency means weighted by the rate."""
     if s.name in LATENCY_SERIES:
         return _cut_latency(s, found, decider)
     values = [v for _, v in s.points]
     if len(values) != found.n:
         return []  # not sampled like the deciding series: its seconds would not line up
-    early = statistics.fmean(values[: found.boundary])
-    sustained = statistics.fmean(values[found.boundary + 1 :])
+    early = statistics.fmean(values[i] for i in found.early_indexes())
+    sustained = statistics.fmean(values[i] for i in found.sustained_indexes())
     return [
         Metric(s.name, early, s.unit, {**s.tags, WINDOW_TAG: found.kind}),
         Metric(s.name, sustained, s.unit, {**s.tags, WINDOW_TAG: SUSTAINED}),
@@ -108,8 +113,8 @@ def _cut_latency(s: Series, found: Regimes, decider: Series) -> list[Metric]:
     latency)."""
     latency = dict(s.points)
     out = []
-    windows = ((found.kind, decider.points[: found.boundary]),
-               (SUSTAINED, decider.points[found.boundary + 1 :]))
+    windows = ((found.kind, [decider.points[i] for i in found.early_indexes()]),
+               (SUSTAINED, [decider.points[i] for i in found.sustained_indexes()]))
     for window, points in windows:
         pairs = [(latency[t], rate) for t, rate in points if t in latency and rate > 0]
         weight = sum(rate for _, rate in pairs)

@@ -2,7 +2,8 @@
 
 Every fio run (not client/server mode) writes, once a second:
 
-- `fio_iops.N.log`, `fio_bw.N.log`: the second's IOPS and KiB/s (log_avg_msec=1000);
+- `fio_iops.N.log`, `fio_bw.N.log`: the second's IOPS and KiB/s (log_avg_msec=1000); a
+  second in which nothing completed gets no line at all, and is filled in as 0 (`fill_gaps`);
 - `fio_lat.N.log`: the second's mean total latency in ns (write_lat_log, averaged the same
   way; fio also writes clat and slat logs beside it, which are not kept);
 - `fio_clat_hist.N.log`: the second's completion-latency histogram (write_hist_log,
@@ -92,9 +93,21 @@ def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
             for t, value, op in rows:
                 bucket = sums.setdefault((kind, op), {})
                 bucket[t] = bucket.get(t, 0.0) + value * scale
-    series = [Series(kind, "B/s" if kind == "bw" else "op/s", tuple(sorted(points.items())),
-                     {"op": op}) for (kind, op), points in sorted(sums.items())]
+    series = [Series(kind, "B/s" if kind == "bw" else "op/s", fill_gaps(points), {"op": op})
+              for (kind, op), points in sorted(sums.items())]
     return tuple(series) + _latency_series(by_kind.get("lat", {}), by_kind.get("iops", {}))
+
+
+def fill_gaps(points: Mapping[int, float]) -> tuple[tuple[int, float], ...]:
+    """(second, rate) in order, every second from the first to the last: a second without
+    a line is a second without completions, so its rate is 0. fio's averaged logs write
+    a line only when I/Os completed in the period (a real outage on a loop disk,
+    tests/data/fio/3.33/loop-stall-gap: no lines for seconds 11-17 and 19-20); taking the
+    next line as covering the gap at its rate would make the stall disappear."""
+    if not points:
+        return ()
+    first, last = min(points), max(points)
+    return tuple((t, points.get(t, 0.0)) for t in range(first, last + 1))
 
 
 def _latency_series(lat: Mapping[str, list[tuple[int, float, str]]],

@@ -1,0 +1,3 @@
+fio --name=gap --filename=/dev/loop5 --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=1 --runtime=30 --time_based --write_iops_log=gap --write_bw_log=gap --log_avg_msec=1000 --output-format=json --output=gap.json
+# setup: this machine (Debian 12, kernel 6.18, fio 3.33), 2026-11-25, loop-stall-gap.capture.sh: a 256 MiB loop disk (direct I/O), fio in a cgroup v1 blkio group capped at read_iops_device 500; ~7 s in, read_bps_device 512 (one 4k read per 8 s) for 10 s, then uncapped bps again
+# exit code 0; logs renamed to loop-stall-gap.fio_{iops,bw}.1.log. fio wrote no line for seconds 11-17 and 19-20 (no completions in them): an outage shows as missing lines
