@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,6 +68,28 @@ def smallest_drift_p(values: Sequence[float]) -> float:
     if len(values) < 2 or len(set(values)) == 1:
         return 1.0
     return spearman([float(i) for i in range(len(values))], sorted(values)).p_value
+
+
+def fill_rate_gaps(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A rate series with every missing report period filled in as a zero-rate one.
+
+    Progress reports come at a fixed period (the median spacing of `points`); a tool that
+    reports only when work completed (fio's averaged logs) or whose report line could not
+    be read (pgbench's "lat NaN" for a second without transactions) leaves periods out,
+    and a period without completions has rate 0. Spacings up to 1.5 periods are jitter.
+    """
+    if len(points) < 3:
+        return list(points)
+    spacing = statistics.median(b[0] - a[0] for a, b in itertools.pairwise(points))
+    if spacing <= 0:
+        return list(points)
+    out = [points[0]]
+    for previous, point in itertools.pairwise(points):
+        missing = round((point[0] - previous[0]) / spacing) - 1
+        if point[0] - previous[0] > 1.5 * spacing:
+            out.extend((previous[0] + spacing * (k + 1), 0.0) for k in range(missing))
+        out.append(point)
+    return out
 
 
 @dataclass(frozen=True)

@@ -196,10 +196,31 @@ def working_set(spec: DdSpec, params: Params) -> int | None:
 # -- parsing ------------------------------------------------------------------------------
 
 
+def _gap_seconds(points: list[tuple[float, float]], last_s: float, seconds: float,
+                 moved: float) -> list[tuple[float, float]]:
+    """One point a second from last_s to `seconds` for `moved` bytes. dd prints nothing
+    while a read or write blocks (an outage: tests/data/dd/coreutils-9.1/loop-stall-gap,
+    no line from 4 s to 11 s): the bytes are taken to have moved at the previous rate until
+    they ran out, then nothing (zero-rate seconds), which is how a blocked dd moves them;
+    the bytes add up either way. Without a previous rate: the gap's average rate."""
+    span = seconds - last_s
+    if not points or span <= 1.5:
+        return [(seconds, moved / span)]
+    rate = points[-1][1]
+    steps = round(span)
+    out = []
+    for k in range(steps - 1):
+        share = min(rate, moved) if rate > 0 else moved / span
+        out.append((last_s + k + 1, share))
+        moved -= share
+    return [*out, (seconds, moved)]  # the line's own second: what is left
+
+
 def parse_progress(text: str) -> tuple[Series, ...]:
     """Per-second bandwidth from `status=progress` updates (CR-separated, before the
     records lines): bytes moved since the previous update over the seconds between them.
-    dd prints whole seconds there, and updates about once a second."""
+    dd prints whole seconds there, and updates about once a second; a longer gap is an
+    outage (`_gap_seconds`)."""
     points: list[tuple[float, float]] = []
     last_bytes, last_s = 0, 0.0
     for chunk in re.split(r"[\r\n]", text.split(" records in", 1)[0]):
@@ -209,7 +230,7 @@ def parse_progress(text: str) -> tuple[Series, ...]:
         nbytes, seconds = int(m.group("bytes")), float(m.group("s"))
         if seconds <= last_s:
             continue  # repeated second: the series must increase
-        points.append((seconds, (nbytes - last_bytes) / (seconds - last_s)))
+        points.extend(_gap_seconds(points, last_s, seconds, nbytes - last_bytes))
         last_bytes, last_s = nbytes, seconds
     return (Series("bw", "B/s", tuple(points)),) if points else ()
 

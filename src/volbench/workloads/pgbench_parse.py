@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from volbench.core.errors import ParseError
 from volbench.core.model import Histogram, Metric, Parsed, Scalar, Series
 from volbench.stats.histogram import percentile_from_histogram
+from volbench.stats.series import fill_rate_gaps
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+|nan|NaN|-nan|inf)"
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -245,6 +246,8 @@ def parse_progress(text: str) -> tuple[Series, ...]:
             number = _number(value, factor) if value is not None else None
             if number is not None:
                 columns.setdefault((name, unit), []).append((t, number))
+    if ("tps", "tx/s") in columns:  # a period without a line is one without transactions
+        columns[("tps", "tx/s")] = fill_rate_gaps(columns[("tps", "tx/s")])
     return tuple(Series(name, unit, tuple(points)) for (name, unit), points in columns.items())
 
 

@@ -1,8 +1,10 @@
-"""A real outage in fio's per-second logs: seconds without completions have no line.
+"""Real outages in per-second series: seconds without completions have no line.
 
 tests/data/fio/3.33/loop-stall-gap.*: a loop disk capped at 500 IOPS (cgroup blkio), then
 for ~10 s at 512 B/s (one 4k read per 8 s), captured on this machine by
 loop-stall-gap.capture.sh. fio wrote no line for seconds 11-17 and 19-20.
+tests/data/dd/coreutils-9.1/loop-stall-gap.*: dd reading a loop disk capped at 10 MiB/s,
+then 1 B/s for 6 s: no progress line from 4 s to 11 s.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import json
 
 from support import DATA
 from volbench.stats.changepoint import FLAT, regimes
-from volbench.stats.series import stalls
-from volbench.workloads import fio, fiologs
+from volbench.stats.series import fill_rate_gaps, stalls
+from volbench.workloads import dd, fio, fiologs, pgbench_parse
 
 CASE = "loop-stall-gap"
 FIO = DATA / "fio" / "3.33"
@@ -57,3 +59,31 @@ def test_the_outage_is_a_stall_and_no_regime() -> None:
 def test_fill_gaps_keeps_what_was_logged() -> None:
     assert fiologs.fill_gaps({3: 5.0, 6: 2.0}) == ((3, 5.0), (4, 0.0), (5, 0.0), (6, 2.0))
     assert fiologs.fill_gaps({}) == ()
+
+
+def test_dd_outage_becomes_zero_rate_seconds_and_the_bytes_add_up() -> None:
+    text = (DATA / "dd" / "coreutils-9.1" / f"{CASE}.stderr").read_text()
+    (series,) = dd.parse_progress(text)
+    points = dict(series.points)
+    assert sorted(points) == [float(t) for t in range(1, 21)]
+    assert all(points[t] == 0.0 for t in (6.0, 7.0, 8.0, 9.0, 10.0))  # blocked
+    assert points[5.0] > 9e6 and points[12.0] > 9e6  # before and after: ~10 MB/s
+    assert sum(points.values()) == 147914752  # every byte of the last progress line
+    assert stalls(list(points), list(points.values()))[0].duration >= 5
+
+
+def test_pgbench_periods_without_a_line_are_zero_tps() -> None:
+    assert fill_rate_gaps([(1.0, 9.0), (2.0, 9.0), (5.0, 3.0), (6.0, 9.0)]) == [
+        (1.0, 9.0), (2.0, 9.0), (3.0, 0.0), (4.0, 0.0), (5.0, 3.0), (6.0, 9.0)]
+    # -P 5: the period is the median spacing; jitter below 1.5 periods is no gap
+    assert fill_rate_gaps([(5.0, 1.0), (10.0, 1.0), (15.0, 1.0), (27.0, 1.0)])[3] == (20.0, 0.0)
+    assert fill_rate_gaps([(1.0, 1.0), (2.0, 1.0), (3.4, 1.0)]) == [(1.0, 1.0), (2.0, 1.0),
+                                                                    (3.4, 1.0)]
+
+
+def test_pgbench_progress_series_gets_the_missing_seconds() -> None:
+    lines = [f"progress: {t}.0 s, {tps} tps, lat 1.0 ms stddev 0.1, 0 failed"
+             for t, tps in ((1, 100.0), (2, 100.0), (5, 10.0), (6, 100.0))]
+    series = {s.name: s for s in pgbench_parse.parse_progress("\n".join(lines))}
+    assert [v for _, v in series["tps"].points] == [100.0, 100.0, 0.0, 0.0, 10.0, 100.0]
+    assert len(series["latency_avg"].points) == 4  # no latency for seconds without any
