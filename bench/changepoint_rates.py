@@ -1,51 +1,80 @@
-"""Error rates of volbench.stats.changepoint on seeded synthetic per-second series.
+"""Error rates of the burst/warm-up detector on seeded per-second series, old method beside new.
 
-False detections: flat series (60 s, Gaussian noise of a given coefficient of variation,
-or Student-t with 3 degrees of freedom for occasional wild seconds) classified as burst or
-warm-up. Detection: a burst at 2x the sustained level for 10 s out of 60, same noise, and
-the error of its detected length.
+Flat runs (500 IOPS) with realistic noise (volbench.stats.seriessim: iid or AR(1) up to
+phi 0.9, Student t3 tails, 1-5 s stalls anywhere) called burst or warm-up; runs bursting at
+2x for 20 s found as a burst, and found with both levels within 5 %. The old method is
+volbench.stats.changepoint as it was at commit OLD (read from git), run on the same series.
+Then issue 21's run-end cases, one line each.
 
-    .venv/bin/python bench/changepoint_rates.py [--trials 1000]
+    .venv/bin/python bench/changepoint_rates.py [--trials 1000] [--seconds 60 300]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import statistics
+import subprocess
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
 
-from volbench.stats.changepoint import BURST, FLAT, regimes
+from volbench.stats.changepoint import Regimes, regimes
+from volbench.stats.seriessim import Detector, Noise, regime_rates
+
+OLD = "d1e1abe"  # the detector before issue 21
+CELLS = (Noise(0.003), Noise(0.05), Noise(0.15), Noise(0.05, 0.5), Noise(0.15, 0.5),
+         Noise(0.05, 0.9), Noise(0.15, 0.9), Noise(0.10, heavy=True),
+         Noise(0.10, 0.9, heavy=True), Noise(0.05, stalls=1), Noise(0.05, stalls=3),
+         Noise(0.15, 0.9, stalls=2), Noise(0.05, 0.5, stalls=2))
+RUN_ENDS = {
+    "[500]*57 + [0]*3": [500.0] * 57 + [0.0] * 3,
+    "[500]*59 + [250]": [500.0] * 59 + [250.0],
+    "[500]*56 + [375, 250, 125, 0]": [500.0] * 56 + [375.0, 250.0, 125.0, 0.0],
+    "[2500]*20 + [500]*38 + [0]*2": [2500.0] * 20 + [500.0] * 38 + [0.0] * 2,
+    "[500]*30 + [0]*16 + [500]*14 (an outage)": [500.0] * 30 + [0.0] * 16 + [500.0] * 14,
+}
 
 
-def noise(rng: random.Random, cv: float, heavy: bool) -> float:
-    if heavy:  # Student t, 3 degrees of freedom, scaled to the same cv
-        return cv * rng.gauss(0, 1) / (rng.gammavariate(1.5, 2) / 3) ** 0.5
-    return cv * rng.gauss(0, 1)
+def old_detector() -> Detector:
+    """volbench.stats.changepoint at commit OLD, loaded from git into its own module."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{OLD}:src/volbench/stats/changepoint.py"],
+                            cwd=root, capture_output=True, text=True, check=True,
+                            timeout=30).stdout
+    module = types.ModuleType("changepoint_old")
+    sys.modules[module.__name__] = module  # dataclasses look their module up there
+    exec(compile(source, "changepoint_old.py", "exec"), module.__dict__)
+    detector: Detector = module.regimes
+    return detector
 
 
-def main() -> None:
+def describe(found: Regimes) -> str:
+    if found.early_level is None:
+        return f"{found.kind}, {found.sustained_level:,.0f}"
+    return (f"{found.kind} {found.early_level:,.0f} for {found.early_seconds:.0f} s, "
+            f"then {found.sustained_level:,.0f}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1000)
-    args = parser.parse_args()
-    print("| noise | flat series flagged | 10 s burst at 2x found | burst length error (median) |")
-    print("|---|---|---|---|")
-    for cv, heavy in ((0.003, False), (0.05, False), (0.10, False), (0.20, False),
-                      (0.05, True), (0.10, True)):
-        rng = random.Random(20261124)
-        false = found = 0
-        errors: list[float] = []
-        for _ in range(args.trials):
-            flat = [500 * (1 + noise(rng, cv, heavy)) for _ in range(60)]
-            false += regimes(flat).kind != FLAT
-            burst = [(1000 if i < 10 else 500) * (1 + noise(rng, cv, heavy)) for i in range(60)]
-            got = regimes(burst)
-            if got.kind == BURST:
-                found += 1
-                errors.append(abs(got.burst_seconds - 10))
-        label = f"{'t3' if heavy else 'normal'}, cv {cv * 100:g} %"
-        err = f"{statistics.median(errors):.1f} s" if errors else "-"
-        print(f"| {label} | {false / args.trials * 100:.1f} % | {found / args.trials * 100:.1f} % "
-              f"| {err} |")
+    parser.add_argument("--seconds", type=int, nargs="+", default=[60, 300])
+    args = parser.parse_args(argv)
+    old = old_detector()
+    print(f"| run | noise | flat flagged: old / new | 2x 20 s burst found: old / new "
+          f"| found, both levels within 5 %: old / new |  ({args.trials} series a cell)")
+    print("|---|---|---|---|---|")
+    for seconds in args.seconds:
+        for noise in CELLS:
+            was = regime_rates(old, seed=21, trials=args.trials, noise=noise, seconds=seconds)
+            now = regime_rates(regimes, seed=21, trials=args.trials, noise=noise,
+                               seconds=seconds)
+            print(f"| {seconds} s | {noise.label} | {was.false_flags:.1%} / {now.false_flags:.1%} "
+                  f"| {was.found:.1%} / {now.found:.1%} "
+                  f"| {was.levels_right:.1%} / {now.levels_right:.1%} |", flush=True)
+    print("\n| series | old | new |\n|---|---|---|")
+    for label, values in RUN_ENDS.items():
+        print(f"| `{label}` | {describe(old(values))} | {describe(regimes(values))} |")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from support import load, make_db, make_run
 from volbench.core.model import Metric, Parsed, RunResult, Series
 from volbench.report.charts import all_charts
@@ -135,3 +137,45 @@ def test_a_short_run_on_a_bursting_lab_disk_is_named(tmp_path: Path) -> None:
         "in 10 s; the class bursts for up to 25 s from a rested disk, then holds 500 IOPS): "
         "the figure is the burst; run longer than 48 s to see the sustained level")
     assert warning.target == "bursty" and len(warning.runs) == 3
+
+
+def flipping(shapes: list[list[tuple[float, int]]]) -> list[RunResult]:
+    """A flat target and a 'dir' target whose runs have the given shapes, interleaved."""
+    runs = []
+    for i, shape in enumerate(shapes):
+        runs.append(run_of("flat", i + 1, i * 140.0, [(500.0, 60)], seed=i))
+        runs.append(run_of("dir", i + 1, i * 140.0 + 70, shape, seed=200 + i))
+    return runs
+
+
+def test_runs_that_disagree_tell_no_story_and_are_judged_on_whole_run_means(
+    tmp_path: Path,
+) -> None:
+    # issue 21: the same case flipped between burst, warm-up and flat from run to run
+    rep = load(make_db(tmp_path / "d.db", flipping(
+        [[(600.0, 20), (500.0, 40)], [(400.0, 20), (500.0, 40)], [(500.0, 60)]])))
+    (line,) = rep.time_lines
+    assert line.text.startswith("dir w: no burst or warm-up the runs agree on read "
+                                "(burst in 1, warm-up in 1 of 3 runs, at 20 s, 20 s); "
+                                "per-second iops varies ")
+    assert line.text.endswith(": compared on whole-run means")
+    assert not [w for w in rep.warnings if w.kind in ("burst-refill", "time-window")]
+    (verdict,) = [v for v in rep.verdicts if v.candidate.metric == "iops"]
+    # whole-run means (600 for 20 s then 500: 533; 400 then 500: 467), not 500, 500, 500
+    assert sorted(verdict.candidate.values) == pytest.approx([466.7, 500, 533.3], rel=0.005)
+
+
+def test_two_of_three_runs_agreeing_is_a_story(tmp_path: Path) -> None:
+    rep = load(make_db(tmp_path / "a.db", flipping(
+        [[(1000.0, 20), (500.0, 40)], [(1000.0, 18), (500.0, 42)], [(500.0, 60)]])))
+    (line,) = rep.time_lines
+    assert line.text.startswith("dir w: bursty read: 1,000 IOPS for 19 s, then 500 IOPS "
+                                "sustained (in 2 of 3 runs); compared on sustained")
+
+
+def test_refill_advice_only_where_longer_pauses_gave_longer_bursts(tmp_path: Path) -> None:
+    # the first run had the longest rest (a fresh bucket) but the shortest burst: these
+    # lengths are not a bucket refilling, and nothing is said about one
+    rep = load(make_db(tmp_path / "r.db", interleaved([16, 25, 25])))
+    assert [t.target for t in rep.time_lines] == ["bursty"]
+    assert not [w for w in rep.warnings if w.kind == "burst-refill"]

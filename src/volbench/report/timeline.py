@@ -18,8 +18,9 @@ per window (`window` = burst | warmup | sustained) and `burst_seconds` / `warmup
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench.core import metricinfo
@@ -34,6 +35,7 @@ from volbench.core.model import (
 )
 from volbench.core.units import format_value
 from volbench.report.checks import ReportWarning, describe_case
+from volbench.stats.changepoint import long_run_sigma
 
 WINDOW = "window"
 SECONDS = {"burst_seconds": "burst", "warmup_seconds": "warmup"}
@@ -43,6 +45,11 @@ RATES = ("iops", "tps", "bw")
 SAME_LEVEL = 0.10
 # Burst lengths further apart than this (max / min) are a refilling bucket, not noise.
 REFILL_SPREAD = 1.3
+# Several runs tell a story (bursty, warms up) only when more than half of them show the
+# same kind of window (or ended inside it) at lengths within this factor of each other.
+AGREE_SPREAD = 3.0
+# Pauses this much longer count as longer (refill evidence).
+PAUSE_MARGIN = 1.1
 
 CaseOp = tuple[str, str, str, str]  # target, workload, params key, op
 
@@ -106,13 +113,18 @@ def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
 
     A comparable metric of a windowed operation that has no per-second series (fio's mean
     latency and percentiles) is left out too: its whole-run figure mixes burst and
-    sustained, and judging it would contradict "compared on sustained"."""
+    sustained, and judging it would contradict "compared on sustained". Only cases whose
+    runs agree on their windows (agrees) are judged on sustained levels; the others on
+    whole-run means, their window metrics left out all the same."""
     out: list[RunResult] = []
     changed = False
+    told = agreed(runs)
     for run in runs:
         sustained = {(m.name, _tags_key(m.tags)): m for m in run.metrics
-                     if m.tags.get(WINDOW) == "sustained"}
-        if not sustained:
+                     if m.tags.get(WINDOW) == "sustained"
+                     and _key(run, m.tags.get("op", "")) in told}
+        if not sustained and not any(WINDOW in m.tags or m.name in SECONDS
+                                     for m in run.metrics):
             out.append(run)
             continue
         changed = True
@@ -158,13 +170,103 @@ def _runs_of(runs: Sequence[RunResult], key: CaseOp) -> list[int]:
             if r.status is Status.OK and not r.warmup and _key(r, key[3])[:3] == key[:3]]
 
 
+def _majority(found: Sequence[RunRegime]) -> list[RunRegime]:
+    """The runs of the commonest kind of window (burst before warm-up on a tie)."""
+    bursts = [r for r in found if r.kind == "burst"]
+    warms = [r for r in found if r.kind != "burst"]
+    return bursts if len(bursts) >= len(warms) else warms
+
+
+def agrees(runs: Sequence[RunResult], key: CaseOp, found: Sequence[RunRegime]) -> bool:
+    """Whether a case's runs tell one story: a single run, its detector decided; several,
+    more than half show the same kind of window (or ended inside it: flat at its early
+    level), at lengths within AGREE_SPREAD of each other. Otherwise the windows are the
+    per-second noise of a busy host, and the case is judged on whole-run means."""
+    total = _runs_of(runs, key)
+    if len(total) <= 1:
+        return bool(found)
+    same = _majority(found)
+    lengths = [r.seconds for r in same]
+    if min(lengths) <= 0 or max(lengths) / min(lengths) > AGREE_SPREAD:
+        return False
+    return 2 * (len(same) + len(_inside(runs, key, same))) > len(total)
+
+
+def agreed(runs: Sequence[RunResult]) -> dict[CaseOp, list[RunRegime]]:
+    """run_regimes of the cases whose runs agree (see agrees), each with its majority."""
+    return {key: _majority(found) for key, found in run_regimes(runs).items()
+            if agrees(runs, key, found)}
+
+
+def _inside(runs: Sequence[RunResult], key: CaseOp,
+            found: Sequence[RunRegime]) -> list[tuple[int, float]]:
+    """(index, level) of the case's flat runs measured at the windows' early level."""
+    ref = found[0]
+    early = _median([r.early for r in found])
+    out = []
+    for index in _runs_of(runs, key):
+        if any(r.index == index for r in found):
+            continue
+        level = _flat_level(runs[index], ref.metric, key[3])
+        if level is not None and abs(level - early) <= SAME_LEVEL * early:
+            out.append((index, level))
+    return out
+
+
+def _noise(runs: Sequence[RunResult], key: CaseOp, metric: str) -> str:
+    """The per-second series' spread and dependence over the case's runs (medians)."""
+    cvs, phis = [], []
+    for index in _runs_of(runs, key):
+        for s in runs[index].parsed.series:
+            values = [v for _, v in s.points]
+            if s.name != metric or s.tags.get("op", "") != key[3] or len(values) < 5:
+                continue
+            mean = statistics.fmean(values)
+            if mean > 0:
+                cvs.append(statistics.stdev(values) / mean)
+                phis.append(long_run_sigma([v - mean for v in values])[1])
+    if not cvs:
+        return ""
+    return (f"; per-second {metric} varies {_median(cvs):.0%} (CV, median of the runs), "
+            f"AR(1) {_median(phis):.2f}")
+
+
+def noisy_lines(runs: Sequence[RunResult], labels: Mapping[str, list[str]]) -> list[TimeLine]:
+    """Cases whose runs show windows but do not agree on them: no story, say how noisy."""
+    out = []
+    for key, found in run_regimes(runs).items():
+        if agrees(runs, key, found):
+            continue
+        first = runs[found[0].index]
+        total = len(_runs_of(runs, key))
+        kinds = ", ".join(f"{'burst' if k == 'burst' else 'warm-up'} in {n}"
+                          for k, n in sorted(_count(r.kind for r in found).items()))
+        op = f" {key[3]}" if key[3] else ""
+        text = (f"no burst or warm-up the runs agree on{op} ({kinds} of {total} runs, at "
+                f"{', '.join(f'{r.seconds:.0f} s' for r in found)})"
+                f"{_noise(runs, key, found[0].metric)}: compared on whole-run means")
+        case = describe_case(first.target, first.workload, _label(first, labels))
+        out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
+    return out
+
+
+def _count(items: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return counts
+
+
 def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
                labels: Mapping[str, list[str]]) -> list[TimeLine]:
-    """"bursty: 2,480 IOPS for 24 s, then 501 IOPS sustained; compared on sustained"."""
+    """"bursty: 2,480 IOPS for 24 s, then 501 IOPS sustained; compared on sustained" for
+    each case whose runs agree; for the others, how noisy the per-second series is."""
     out = []
     for key, found in regimes.items():
+        if not agrees(runs, key, found):
+            continue
         first = runs[found[0].index]
-        kind = found[0].kind
+        kind = _majority(found)[0].kind
         same = [r for r in found if r.kind == kind]
         unit = same[0].unit
         level = level_text(_median([r.early for r in same]), unit)
@@ -178,7 +280,7 @@ def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegim
                 "compared on sustained (whole-run latencies, which mix both, are not judged)")
         case = describe_case(first.target, first.workload, _label(first, labels))
         out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
-    return out
+    return out + noisy_lines(runs, labels)
 
 
 def level_text(value: float, unit: str) -> str:
@@ -201,16 +303,12 @@ def ended_inside(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunReg
     the window, and their whole-run figure is the burst, not the disk's sustained level."""
     out = []
     for key, found in regimes.items():
+        if not agrees(runs, key, found):
+            continue  # no story, no advice
+        found = _majority(found)
         ref = found[0]
-        early = _median([r.early for r in found])
         longest = max(r.seconds for r in found)
-        inside = []
-        for index in _runs_of(runs, key):
-            if any(r.index == index for r in found):
-                continue
-            level = _flat_level(runs[index], ref.metric, key[3])
-            if level is not None and abs(level - early) <= SAME_LEVEL * early:
-                inside.append((index, level))
+        inside = _inside(runs, key, found)
         if not inside:
             continue
         index, level = inside[0]
@@ -231,14 +329,19 @@ def ended_inside(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunReg
 
 def refills(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
             labels: Mapping[str, list[str]]) -> list[ReportWarning]:
-    """Burst lengths that differ from run to run: the bucket refilled in the pauses."""
+    """Burst lengths that differ from run to run, where the data say it is a bucket: the
+    runs agree (agrees), the bursts hold the same levels (within SAME_LEVEL), and the
+    longer the pause before a run (on its target), the longer its burst (no pair of runs
+    says otherwise, and at least one says so)."""
     out = []
-    for found in regimes.values():
+    for key, found in regimes.items():
         bursts = [r for r in found if r.kind == "burst"]
-        if len(bursts) < 2:
+        if len(bursts) < 2 or not agrees(runs, key, found):
             continue
         lengths = [r.seconds for r in bursts]
         if min(lengths) <= 0 or max(lengths) / min(lengths) < REFILL_SPREAD:
+            continue
+        if not (_same_levels(bursts) and _follows_pauses(runs, bursts)):
             continue
         run = runs[bursts[0].index]
         listed = ", ".join(f"{s:.0f} s" for s in lengths)
@@ -251,3 +354,29 @@ def refills(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]]
             run.target, run.workload, run.params, bursts[0].metric,
             tuple(r.index for r in bursts)))
     return out
+
+
+def _same_levels(found: Sequence[RunRegime]) -> bool:
+    early, sustained = _median([r.early for r in found]), _median([r.sustained for r in found])
+    return all(abs(r.early - early) <= SAME_LEVEL * early
+               and abs(r.sustained - sustained) <= SAME_LEVEL * sustained for r in found)
+
+
+def _pause(runs: Sequence[RunResult], index: int) -> float:
+    """Seconds the run's target rested before it (infinite for its first run)."""
+    run = runs[index]
+    ends = [r.ended for r in runs if r.target == run.target and r.ended <= run.started]
+    return run.started - max(ends) if ends else math.inf
+
+
+def _follows_pauses(runs: Sequence[RunResult], found: Sequence[RunRegime]) -> bool:
+    pauses = {r.index: _pause(runs, r.index) for r in found}
+    support = False
+    for a in found:
+        for b in found:
+            if pauses[a.index] > PAUSE_MARGIN * pauses[b.index]:
+                if a.seconds < b.seconds / REFILL_SPREAD:
+                    return False  # a longer rest, a clearly shorter burst: not a bucket
+                support = support or a.seconds >= b.seconds * REFILL_SPREAD
+    return support
+
