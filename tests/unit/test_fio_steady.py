@@ -37,7 +37,7 @@ def test_fio_gets_the_slope_criterion_translated_per_second() -> None:
 
 def test_a_run_that_reached_steady_state_records_when() -> None:
     got = _metrics("steadystate-attained")  # held at 500 IOPS, stopped at 7.9 s of 30
-    assert got == {"ss_attained": 1.0, "ss_range": 0.0, "ss_slope": 0.0,
+    assert got == {"ss_attained": 1.0, "ss_range": 0.0, "ss_slope": 0.0, "ss_drift": 0.0,
                    "ss_seconds": pytest.approx(7.882)}
 
 
@@ -91,7 +91,8 @@ def test_the_report_says_in_how_many_runs_fio_found_it_steady(tmp_path: Path) ->
     assert warning.message.startswith(
         "rough w: never steady within a run in 2 run(s) (fio iops_slope under 2.5 %/s over "
         "5 s, range within 20 %; last run's final window: range 30.0 %, slope 1.0 % of the "
-        "mean; in 1 more fio's slope criterion held but the range did not)")
+        "mean; in 1 more fio's slope criterion held but the range or the level (a drift "
+        "beyond the noise) did not)")
 
 
 def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) -> None:

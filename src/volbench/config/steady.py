@@ -37,6 +37,8 @@ SS_ATTAINED = "ss_attained"
 SS_RANGE = "ss_range"
 SS_SLOPE = "ss_slope"
 SS_SECONDS = "ss_seconds"
+# 1 when the window's level drifts beyond its noise (stats.steady.level_check), else 0.
+SS_DRIFT = "ss_drift"
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,12 @@ def fio_slope_limit(spec: SteadySpec) -> float:
     return spec.slope / (spec.window - 1)
 
 
-def steady_in_run(attained: float, range_pct: float | None, spec: SteadySpec) -> bool:
-    """The whole rule for one run: fio's slope criterion held and its window's range is
-    within the experiment's limit."""
-    return attained >= 1.0 and range_pct is not None and range_pct <= spec.range * 100
+def steady_in_run(attained: float, range_pct: float | None, spec: SteadySpec,
+                  drift: float = 0.0) -> bool:
+    """The whole rule for one run: fio's slope criterion held, its window's range (of
+    part means) is within the experiment's limit, and its level does not drift."""
+    return (attained >= 1.0 and range_pct is not None and range_pct <= spec.range * 100
+            and drift < 1.0)
 
 
 def share(value: Any) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from volbench.config.steady import (
     SS_ATTAINED,
+    SS_DRIFT,
     SS_RANGE,
     SS_SECONDS,
     SS_SLOPE,
@@ -118,9 +119,11 @@ def _within_runs(runs: Sequence[RunResult], spec: SteadySpec,
     for (target, workload, _, tags), case in _case_runs(runs).items():
         figures = [_figures(run, tags) for run in case]
         steady = [f for f in figures
-                  if steady_in_run(f.get(SS_ATTAINED, 0.0), f.get(SS_RANGE), spec)]
+                  if steady_in_run(f.get(SS_ATTAINED, 0.0), f.get(SS_RANGE), spec,
+                                   f.get(SS_DRIFT, 0.0))]
         fio_only = sum(1 for f in figures if f.get(SS_ATTAINED, 0.0) >= 1) - len(steady)
-        extra = (f"; in {fio_only} more fio's slope criterion held but the range did not"
+        extra = (f"; in {fio_only} more fio's slope criterion held but the range or the "
+                 "level (a drift beyond the noise) did not"
                  if fio_only else "")
         params = case[0].params
         label = " ".join(f"{k}={params[k]}" for k in labels.get(workload, []) if k in params)

@@ -18,11 +18,20 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from volbench.stats.changepoint import long_run_sigma
 from volbench.stats.validation import StatisticsInputError, finite_sample
 
 WINDOW = 5
 RANGE = 0.20
 SLOPE = 0.10
+# Within a run the range is judged on the means of this many consecutive parts of the
+# window (SNIA's rounds are themselves means), not on raw seconds.
+PARTS = 5
+# A trend within a run counts when its 99 % interval excludes no trend (z below) and it
+# moves the level by at least DRIFT_MIN across the window: a drift that the noise could
+# not have made and that is large enough to matter.
+DRIFT_Z = 2.576
+DRIFT_MIN = 0.02
 
 
 @dataclass(frozen=True)
@@ -90,3 +99,49 @@ def steady_state(
             return SteadyState(True, start, window, shares[0], shares[1], len(values))
     return SteadyState(False, None, window, last[0] if last else None,
                        last[1] if last else None, len(values))
+
+
+@dataclass(frozen=True)
+class LevelCheck:
+    """One run's window judged on levels: the range of its PARTS part means and its
+    least-squares excursion across the window (shares of the mean), the excursion's
+    99 % interval from the seconds' AR(1) long-run variance, and whether it drifts
+    (the interval excludes 0 and the excursion is DRIFT_MIN or more)."""
+
+    range_share: float
+    slope_share: float
+    slope_low: float
+    slope_high: float
+    drifting: bool
+
+    def steady(self, range_limit: float, slope_limit: float) -> bool:
+        """The SNIA limits on levels, and no drift the noise cannot explain."""
+        return (self.range_share <= range_limit and self.slope_share <= slope_limit
+                and not self.drifting)
+
+
+def level_check(samples: Sequence[float], parts: int = PARTS) -> LevelCheck | None:
+    """Judge a window of per-second samples on levels (None when its mean is 0 or it has
+    fewer than 3 samples): raw seconds of a flat device at per-second CV 10 % span
+    ~40 % of their mean over 30 s, their part means ~10 %."""
+    values = finite_sample(samples, "samples") if samples else []
+    if len(values) < 3:
+        return None
+    parts = min(parts, len(values))  # a 5 s window: its seconds are its parts
+    mean = statistics.fmean(values)
+    if mean == 0.0:
+        return None
+    n = len(values)
+    means = [statistics.fmean(values[i * n // parts : (i + 1) * n // parts])
+             for i in range(parts)]
+    times = list(range(n))
+    fit = statistics.linear_regression(times, values)
+    residuals = [v - (fit.intercept + fit.slope * t) for t, v in zip(times, values, strict=True)]
+    sigma, _ = long_run_sigma(residuals)
+    spread = sum((t - (n - 1) / 2) ** 2 for t in times)
+    error = sigma / spread ** 0.5 * (n - 1) / abs(mean)
+    excursion = fit.slope * (n - 1) / abs(mean)
+    low, high = excursion - DRIFT_Z * error, excursion + DRIFT_Z * error
+    drifting = (low > 0 or high < 0) and abs(excursion) >= DRIFT_MIN
+    return LevelCheck((max(means) - min(means)) / abs(mean), abs(excursion), low, high,
+                      drifting)

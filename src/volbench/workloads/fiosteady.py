@@ -22,8 +22,10 @@ factor of 2 either way (a deviation limit d allows a range of up to 2d), while t
 translation is exact.
 
 Metrics (tags of the job): `ss_attained` (fio's verdict on its slope criterion, 1 or 0),
-`ss_range` and `ss_slope` (the SNIA range and excursion of fio's last window, % of its
-mean) and, when attained, `ss_seconds` (the run's length: fio stopped there).
+`ss_range` and `ss_slope` (the SNIA range of the means of 5 parts of fio's last window,
+and its least-squares excursion, % of its mean: levels, not raw seconds, issue 21),
+`ss_drift` (1 when that window's level drifts beyond its noise: stats.steady.level_check)
+and, when attained, `ss_seconds` (the run's length: fio stopped there).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from volbench.config.steady import SS_ATTAINED as ATTAINED
+from volbench.config.steady import SS_DRIFT as DRIFT
 from volbench.config.steady import SS_RANGE as RANGE
 from volbench.config.steady import SS_SECONDS as SECONDS
 from volbench.config.steady import SS_SLOPE as SLOPE
 from volbench.config.steady import SteadySpec, fio_slope_limit
 from volbench.core.model import Metric
-from volbench.stats.steady import window_shares
+from volbench.stats.steady import level_check
 
 
 def options(spec: SteadySpec | None) -> list[tuple[str, str]]:
@@ -64,10 +67,11 @@ def metrics(job: Mapping[str, Any], tags: Mapping[str, str]) -> list[Metric]:
     attained = bool(int(ss.get("attained", 0)))
     samples = [float(v) for v in ss.get("data", {}).get(_kind(str(ss.get("ss", ""))), [])]
     out = [Metric(ATTAINED, 1.0 if attained else 0.0, "", dict(tags))]
-    shares = window_shares(samples) if len(samples) >= 2 else None
-    if shares is not None:
-        out += [Metric(RANGE, shares[0] * 100, "%", dict(tags)),
-                Metric(SLOPE, shares[1] * 100, "%", dict(tags))]
+    check = level_check(samples)
+    if check is not None:
+        out += [Metric(RANGE, check.range_share * 100, "%", dict(tags)),
+                Metric(SLOPE, check.slope_share * 100, "%", dict(tags)),
+                Metric(DRIFT, 1.0 if check.drifting else 0.0, "", dict(tags))]
     if attained:
         out.append(Metric(SECONDS, float(job["job_runtime"]) / 1000, "s", dict(tags)))
     return out
