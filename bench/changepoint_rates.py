@@ -7,11 +7,17 @@ volbench.stats.changepoint as it was at commit OLD (read from git), run on the s
 Then issue 21's run-end cases, one line each.
 
     .venv/bin/python bench/changepoint_rates.py [--trials 1000] [--seconds 60 300]
+    .venv/bin/python bench/changepoint_rates.py --steady [--trials 1000]
+
+`--steady`: `steady: {within: run}` on a window of per-second samples, old (the 20 %
+range on raw seconds, slope 10 %) beside new (stats.steady.level_check: part means,
+slope, and no drift beyond the noise), flat and drifting series.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import subprocess
 import sys
 import types
@@ -19,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from volbench.stats.changepoint import Regimes, regimes
-from volbench.stats.seriessim import Detector, Noise, regime_rates
+from volbench.stats.seriessim import Detector, Noise, regime_rates, series
+from volbench.stats.steady import level_check, window_shares
 
 OLD = "d1e1abe"  # the detector before issue 21
 CELLS = (Noise(0.003), Noise(0.05), Noise(0.15), Noise(0.05, 0.5), Noise(0.15, 0.5),
@@ -55,11 +62,37 @@ def describe(found: Regimes) -> str:
             f"then {found.sustained_level:,.0f}")
 
 
+STEADY_CELLS = ((30, Noise(0.05), 0.0), (30, Noise(0.10), 0.0), (300, Noise(0.05), 0.0),
+                (300, Noise(0.10), 0.0), (300, Noise(0.10, 0.5), 0.0), (300, Noise(0.05, 0.9), 0.0),
+                (600, Noise(0.05), -0.005), (600, Noise(0.10), -0.005),
+                (600, Noise(0.10, 0.5), -0.005), (300, Noise(0.05), -0.02))
+
+
+def steady_table(trials: int) -> None:
+    print(f"| window | noise | drift | steady: old / new |  ({trials} series a cell)")
+    print("|---|---|---|---|")
+    for seconds, noise, drift in STEADY_CELLS:
+        rng = random.Random(21)
+        old = new = 0
+        for _ in range(trials):
+            values = series(rng, [500 * (1 + drift * t / 60) for t in range(seconds)], noise)
+            shares = window_shares(values)
+            old += shares is not None and shares[0] <= 0.20 and shares[1] <= 0.10
+            check = level_check(values)
+            new += check is not None and check.steady(0.20, 0.10)
+        print(f"| {seconds} s | {noise.label} | {drift * 100:g} %/min "
+              f"| {old / trials:.1%} / {new / trials:.1%} |", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seconds", type=int, nargs="+", default=[60, 300])
+    parser.add_argument("--steady", action="store_true")
     args = parser.parse_args(argv)
+    if args.steady:
+        steady_table(args.trials)
+        return
     old = old_detector()
     print(f"| run | noise | flat flagged: old / new | 2x 20 s burst found: old / new "
           f"| found, both levels within 5 %: old / new |  ({args.trials} series a cell)")
