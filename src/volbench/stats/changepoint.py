@@ -355,14 +355,7 @@ def regimes(
     series = [sample[i] for i in kept]
     segs = _segment(series, min_change, min_size, penalty)
     last = _sustained_segment(segs)
-    side = 0
-    early = 0
-    for seg in segs[:last]:
-        here = 0 if not _differ(seg.level, segs[last].level, min_change) else (
-            1 if seg.level > segs[last].level else -1)
-        if here == 0 or (side and here != side):
-            break
-        side, early = here, early + 1
+    side, early = _leading(segs, last, min_change)
     if early == 0:
         return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
     k = math.ceil(len(series) / MAX_POINTS)
@@ -385,6 +378,19 @@ def regimes(
     end = kept[tail - 1] + 1
     return Regimes(kind, tuple(_on_seconds(segs, kept, n)), kept[boundary], early_level,
                    seconds, sustained, n, tuple(stalled), end)
+
+
+def _leading(segs: Sequence[Segment], last: int, min_change: float) -> tuple[int, int]:
+    """(side, count) of the leading segments all above (1) or all below (-1) the
+    sustained segment `last` by min_change; (0, 0) when the first is not."""
+    side = early = 0
+    for seg in segs[:last]:
+        here = 0 if not _differ(seg.level, segs[last].level, min_change) else (
+            1 if seg.level > segs[last].level else -1)
+        if here == 0 or (side and here != side):
+            break
+        side, early = here, early + 1
+    return side, early
 
 
 def _kept_indexes(n: int, stalled: Sequence[tuple[int, int]]) -> list[int]:
