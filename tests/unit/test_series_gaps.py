@@ -87,3 +87,13 @@ def test_pgbench_progress_series_gets_the_missing_seconds() -> None:
     series = {s.name: s for s in pgbench_parse.parse_progress("\n".join(lines))}
     assert [v for _, v in series["tps"].points] == [100.0, 100.0, 0.0, 0.0, 10.0, 100.0]
     assert len(series["latency_avg"].points) == 4  # no latency for seconds without any
+
+
+def test_pgbench_aggregate_log_intervals_without_transactions_are_zero_tps() -> None:
+    # `start count sum_lat sum_lat2 min max`: no line for the intervals at 101-103
+    text = "\n".join(f"{t} {n} {n * 1000} {n * 1000000} 900 1100"
+                     for t, n in ((100, 50), (104, 10), (105, 50), (106, 50)))
+    tps, latency = pgbench_parse.parse_aggregate_log(text)
+    assert list(tps.points) == [(1.0, 50.0), (2.0, 0.0), (3.0, 0.0), (4.0, 0.0),
+                                (5.0, 10.0), (6.0, 50.0), (7.0, 50.0)]
+    assert len(latency.points) == 4

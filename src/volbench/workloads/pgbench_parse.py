@@ -20,9 +20,11 @@ Values leave in base units: seconds, tx/s, bytes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -380,9 +382,13 @@ def parse_aggregate_log(text: str) -> tuple[Series, ...]:
         rows.append((float(start), int(count), float(latency_sum)))
     if not rows:
         return ()
-    step = rows[1][0] - rows[0][0] if len(rows) > 1 else 1.0
+    # The interval: the median spacing (pgbench writes no line for an interval without
+    # transactions, so the first spacing may be a gap); missing intervals are zero-tps.
+    step = (statistics.median(b[0] - a[0] for a, b in itertools.pairwise(rows))
+            if len(rows) > 1 else 1.0)
     first = rows[0][0]
-    tps = tuple((start - first + step, count / step) for start, count, _ in rows)
+    tps = tuple(fill_rate_gaps([(start - first + step, count / step)
+                                for start, count, _ in rows]))
     lat = tuple((start - first + step, total / count / 1e6)
                 for start, count, total in rows if count)
     return (Series("tps", "tx/s", tps), Series("latency_avg", "s", lat))
