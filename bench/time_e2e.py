@@ -82,7 +82,7 @@ def main() -> None:
     print(f"ran {seconds:.0f} s; background spells: {'; '.join(spells)}")
     old = old_detector()
     with Store(db) as store:
-        runs = store.runs([1])
+        runs = store.runs([1], series=True)
     print("\n| target | runs | old: burst / warm-up | new: burst / warm-up | whole-run IOPS |")
     print("|---|---|---|---|---|")
     for target in ("loop", "dir"):
