@@ -179,3 +179,10 @@ def test_refill_advice_only_where_longer_pauses_gave_longer_bursts(tmp_path: Pat
     rep = load(make_db(tmp_path / "r.db", interleaved([16, 25, 25])))
     assert [t.target for t in rep.time_lines] == ["bursty"]
     assert not [w for w in rep.warnings if w.kind == "burst-refill"]
+
+
+def test_a_bucket_with_very_different_burst_lengths_still_agrees(tmp_path: Path) -> None:
+    # same levels, lengths 30 s then 6 s: a bucket refilled little in the pauses (not noise)
+    rep = load(make_db(tmp_path / "v.db", interleaved([30, 6, 6])))
+    assert [t.target for t in rep.time_lines] == ["bursty"]
+    assert rep.time_lines[0].text.startswith("bursty w: bursty read: 2,500 IOPS for 6 s")

@@ -180,14 +180,18 @@ def _majority(found: Sequence[RunRegime]) -> list[RunRegime]:
 def agrees(runs: Sequence[RunResult], key: CaseOp, found: Sequence[RunRegime]) -> bool:
     """Whether a case's runs tell one story: a single run, its detector decided; several,
     more than half show the same kind of window (or ended inside it: flat at its early
-    level), at lengths within AGREE_SPREAD of each other. Otherwise the windows are the
+    level), at lengths within AGREE_SPREAD of each other or at the same levels (within
+    SAME_LEVEL: a bucket that refilled more or less in the pauses). Otherwise the windows are the
     per-second noise of a busy host, and the case is judged on whole-run means."""
     total = _runs_of(runs, key)
     if len(total) <= 1:
         return bool(found)
     same = _majority(found)
     lengths = [r.seconds for r in same]
-    if min(lengths) <= 0 or max(lengths) / min(lengths) > AGREE_SPREAD:
+    if min(lengths) <= 0:
+        return False
+    # A bucket refilling in the pauses gives bursts of any length at the same levels.
+    if max(lengths) / min(lengths) > AGREE_SPREAD and not _same_levels(same):
         return False
     return 2 * (len(same) + len(_inside(runs, key, same))) > len(total)
 
