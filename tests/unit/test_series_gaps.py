@@ -10,10 +10,13 @@ then 1 B/s for 6 s: no progress line from 4 s to 11 s.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from support import DATA
+from support import DATA, load, make_db, make_run
+from volbench.core.model import Metric, Parsed, RunResult
 from volbench.stats.changepoint import FLAT, regimes
 from volbench.stats.series import fill_rate_gaps, stalls
+from volbench.stats.windows import with_windows
 from volbench.workloads import dd, fio, fiologs, pgbench_parse
 
 CASE = "loop-stall-gap"
@@ -97,3 +100,17 @@ def test_pgbench_aggregate_log_intervals_without_transactions_are_zero_tps() -> 
     assert list(tps.points) == [(1.0, 50.0), (2.0, 0.0), (3.0, 0.0), (4.0, 0.0),
                                 (5.0, 10.0), (6.0, 50.0), (7.0, 50.0)]
     assert len(latency.points) == 4
+
+
+def test_the_report_tells_the_outage_as_a_stall_not_a_window(tmp_path: Path) -> None:
+    series = fio.parse_logs(_logs())
+    whole = (Metric("iops", 250.4, "op/s", {"op": "read"}),)
+    parsed = with_windows(Parsed(whole, series))
+    assert parsed.metrics == whole  # no window metrics: the outage is no regime
+    run = make_run("loop", {}, 1, started=0.0)
+    run = RunResult(run.target, run.workload, run.params, 1, run.status, 0.0, 30.0,
+                    parsed=parsed)
+    rep = load(make_db(tmp_path / "g.db", [run]))
+    (stall,) = [w for w in rep.warnings if w.kind == "stall" and w.metric == "iops"]
+    assert "longest 14.0 s (t = 7–21 s)" in stall.message
+    assert rep.time_lines == []
