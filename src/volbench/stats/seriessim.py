@@ -31,6 +31,7 @@ class Noise:
 
     @property
     def label(self) -> str:
+        """'normal, AR 0.9, cv 15 %, 2 stall(s) of 1-5 s': the cell's row in a table."""
         kind = "t3" if self.heavy else "normal"
         dep = f", AR {self.phi:g}" if self.phi else ", iid"
         stalls = f", {self.stalls} stall(s) of 1-5 s" if self.stalls else ""
