@@ -62,7 +62,7 @@ def demo(tmp_path: Path) -> Path:
 
 TERMINAL = """\
 experiment 1: demo (done)
-baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6
+baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); one headline verdict at 5 %; runs per case: 3–6
 
 Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 target  workload  case  metric  op      n  % of baseline         95 % CI   ±T       p  verdict
@@ -71,9 +71,9 @@ b       w               iops    read  3/3        110.0 %  [110.0, 110.0]  2 %  <
 
 Verdicts: each target vs a
 target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
-------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ------------------------------
+------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ---------------------------------------------
 b       w               iops      read  3/3        110.0 %  [110.0, 110.0]  2 %  <0.001  faster: +10.0 % [+10.0, +10.0]
-b       w               lat_mean  read  3/3        104.0 %  [104.0, 104.0]  5 %  <0.001  no difference beyond ±5 %
+b       w               lat_mean  read  3/3        104.0 %  [104.0, 104.0]  5 %  <0.001  secondary, not a verdict: +4.0 % [+4.0, +4.0]
 
 Summary
 target  workload  case  metric    op    n      mean                   95 % CI    median       median 95 % CI       min       max       stdev     cv
@@ -95,7 +95,7 @@ def test_terminal_exact(tmp_path: Path) -> None:
 MARKDOWN = """\
 # demo
 
-baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
+baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); one headline verdict at 5 %; runs per case: 3–6.
 
 ## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 
@@ -108,7 +108,7 @@ baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment)
 | target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |
 |---|---|---|---|---|---:|---:|---:|---:|---:|---|
 | b | w |  | iops | read | 3/3 | 110.0 % | [110.0, 110.0] | 2 % | <0.001 | faster: +10.0 % [+10.0, +10.0] |
-| b | w |  | lat_mean | read | 3/3 | 104.0 % | [104.0, 104.0] | 5 % | <0.001 | no difference beyond ±5 % |
+| b | w |  | lat_mean | read | 3/3 | 104.0 % | [104.0, 104.0] | 5 % | <0.001 | secondary, not a verdict: +4.0 % [+4.0, +4.0] |
 
 ## % of a [95 % CI]
 
