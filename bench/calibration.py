@@ -14,6 +14,9 @@ Tables (docs/statistics.md quotes them):
              analysis, with iid noise and with a drifting machine state
   --cli      identical directory targets through the real CLI (a random lognormal sleep,
              repeat: {min: 3, max: 10, until: decided}): share called different
+  intervals  coverage of the summary's 95 % intervals on positive runs: the mean's
+             (Student's t, old, vs modified Cox on the logs, new) and the median's
+             (order statistics from 6 runs, geometric below)
   family     identical targets, 2-8 targets x 1-3 workloads, through the report's own
              verdict code (bench/familysim.py): tables with any headline "faster/slower",
              each comparison at a plain 5 % (old) vs Holm over the headline family (new)
@@ -280,6 +283,22 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
     shutil.rmtree(work)
 
 
+def interval_table(trials: int) -> None:
+    from volbench.stats.simulate_intervals import coverage
+
+    print(f"\n95 % intervals on positive runs ({trials} samples a cell): mean covered "
+          "old (t) · new (Cox), share of old intervals below zero · median covered")
+    print("| noise | n | mean: old t | below 0 | new | median |")
+    print("|---|---|---|---|---|---|")
+    for kind in ("lognormal", "normal", "stall"):
+        for cv in (0.05, 0.20, 0.50):
+            for n in (3, 5, 10):
+                c = coverage(kind, cv, n, trials=trials)
+                median = "—" if c.median is None else f"{c.median:.1%}"
+                print(f"| {kind} CV {cv:.0%} | {n} | {c.mean_old:.1%} | "
+                      f"{c.mean_old_negative:.1%} | {c.mean_new:.1%} | {median} |", flush=True)
+
+
 def family_table(trials: int) -> None:
     from familysim import family_rates
 
@@ -341,7 +360,8 @@ def main() -> None:
     parser.add_argument("--outlier-cases", type=int, default=4000)
     parser.add_argument("--promise-trials", type=int, default=300)
     parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise",
-                                           "paired", "cli", "family", "cli-family"))
+                                           "paired", "cli", "family", "cli-family",
+                                           "intervals"))
     parser.add_argument("--experiments", type=int, default=60,
                         help="experiments of the cli-family check")
     args = parser.parse_args()
@@ -363,6 +383,8 @@ def main() -> None:
         promise_table(args.promise_trials)
     if "paired" in wanted:
         paired_table(args.trials)
+    if "intervals" in wanted:
+        interval_table(args.trials * 4)
     if "family" in wanted:
         family_table(min(args.trials, 400))
     if "cli-family" in wanted:
