@@ -17,6 +17,8 @@ Tables (docs/statistics.md quotes them):
   intervals  coverage of the summary's 95 % intervals on positive runs: the mean's
              (Student's t, old, vs modified Cox on the logs, new) and the median's
              (order statistics from 6 runs, geometric below)
+  curves     knee and SLA rate of an M/M/1 device (stats/simulate_curves.py): median
+             knee error and SLA-rate bias, step rules (old) vs interpolation (new)
   family     identical targets, 2-8 targets x 1-3 workloads, through the report's own
              verdict code (bench/familysim.py): tables with any headline "faster/slower",
              each comparison at a plain 5 % (old) vs Holm over the headline family (new)
@@ -299,6 +301,20 @@ def interval_table(trials: int) -> None:
                       f"{c.mean_old_negative:.1%} | {c.mean_new:.1%} | {median} |", flush=True)
 
 
+def curve_table(rounds: int) -> None:
+    from volbench.stats.simulate_curves import curve_errors
+
+    print(f"\nM/M/1 load curve, steps 10-110 %, {rounds} rounds a cell: knee median error "
+          "old → new, rounds whose old knee was the 25 % step, SLA-rate bias old → new")
+    print("| p99 noise CV | probes | knee | old knee at 25 % | SLA rate |")
+    print("|---|---|---|---|---|")
+    for cv in (0.02, 0.05, 0.10, 0.20):
+        for probes in (1, 3, 5):
+            e = curve_errors(rounds, probes=probes, latency_cv=cv)
+            print(f"| {cv:.0%} | {probes} | {e.knee_old:+.1%} → {e.knee_new:+.1%} | "
+                  f"{e.knee_at_25:.0%} | {e.sla_old:+.2%} → {e.sla_new:+.2%} |", flush=True)
+
+
 def family_table(trials: int) -> None:
     from familysim import family_rates
 
@@ -361,7 +377,7 @@ def main() -> None:
     parser.add_argument("--promise-trials", type=int, default=300)
     parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise",
                                            "paired", "cli", "family", "cli-family",
-                                           "intervals"))
+                                           "intervals", "curves"))
     parser.add_argument("--experiments", type=int, default=60,
                         help="experiments of the cli-family check")
     args = parser.parse_args()
@@ -383,6 +399,8 @@ def main() -> None:
         promise_table(args.promise_trials)
     if "paired" in wanted:
         paired_table(args.trials)
+    if "curves" in wanted:
+        curve_table(args.trials * 2)
     if "intervals" in wanted:
         interval_table(args.trials * 4)
     if "family" in wanted:
