@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,13 @@ def test_iops_is_the_verdict_bw_is_the_same_measurement_latency_a_description() 
     assert rows["bw"].phrase == "same measurement as iops, judged there"
     assert rows["lat_mean"].phrase.startswith("secondary, not a verdict: -16.")
     assert rows["iops"].family is not None and rows["lat_mean"].family is None
+
+
+def test_bandwidth_of_mixed_block_sizes_is_not_the_same_measurement() -> None:
+    runs = _runs({"a": [100.0, 101.0, 99.0], "b": [120.0, 121.0, 119.5]})
+    mixed = [replace(r, params={**r.params, "bssplit": "4k/50:64k/50"}) for r in runs]
+    rows = {r.candidate.metric: r for r in against_baseline(summarize_runs(mixed), "a", {})}
+    assert rows["bw"].role == SECONDARY
 
 
 def test_sequential_io_judges_bandwidth_and_a_case_without_headline_keeps_all() -> None:

@@ -61,7 +61,9 @@ def roles(cases: Sequence[CaseSummary]) -> list[tuple[str, str]]:
         if not has_headline(names, s.params) or headline(s.metric, s.tags, s.params):
             out.append((HEADLINE, ""))
             continue
-        twin = _TWINS.get(s.metric, "")
+        # bw = iops × bs only at one block size (not with bssplit or bsrange).
+        fixed = not ({"bssplit", "bsrange"} & set(s.params))
+        twin = _TWINS.get(s.metric, "") if fixed else ""
         judged = bool(twin) and any(
             name == twin and dict(tags) == dict(s.tags) and headline(name, tags, s.params)
             for name, tags in names)
