@@ -14,6 +14,17 @@ Tables (docs/statistics.md quotes them):
              analysis, with iid noise and with a drifting machine state
   --cli      identical directory targets through the real CLI (a random lognormal sleep,
              repeat: {min: 3, max: 10, until: decided}): share called different
+  intervals  coverage of the summary's 95 % intervals on positive runs: the mean's
+             (Student's t, old, vs modified Cox on the logs, new) and the median's
+             (order statistics from 6 runs, geometric below)
+  curves     knee and SLA rate of an M/M/1 device (stats/simulate_curves.py): median
+             knee error and SLA-rate bias, step rules (old) vs interpolation (new)
+  family     identical targets, 2-8 targets x 1-3 workloads, through the report's own
+             verdict code (bench/familysim.py): tables with any headline "faster/slower",
+             each comparison at a plain 5 % (old) vs Holm over the headline family (new)
+  cli-family six identical directory targets through `volbench run` + `report` (a
+             `command` job sleeping a random lognormal time, 5 runs each): experiments
+             with any headline "faster/slower"
 
     .venv/bin/python bench/calibration.py [--trials 1000] [--cli 100] [--only TABLE]
 """
@@ -224,6 +235,20 @@ def replay_old_rule(db: Path) -> tuple[int, int, int]:
     return old, fixed, total
 
 
+def run_and_report(work: Path, number: int, doc: dict[str, object]
+                   ) -> tuple[Path, list[dict[str, object]]]:
+    """`volbench run` the experiment, then its report's verdicts as JSON."""
+    exp = work / f"e{number}.json"
+    exp.write_text(json.dumps(doc))
+    db = work / f"e{number}.db"
+    cli = [sys.executable, "-m", "volbench.cli.main"]
+    subprocess.run([*cli, "run", str(exp), "--db", str(db), "--quiet"], check=True,
+                   capture_output=True, timeout=3600)
+    out = subprocess.run([*cli, "report", "--db", str(db), "--format", "json"],
+                         check=True, capture_output=True, text=True, timeout=600).stdout
+    return db, list(json.loads(out)["verdicts"])
+
+
 def cli_check(comparisons: int, per_experiment: int = 25) -> None:
     """Identical directory targets through `volbench run` and `volbench report`."""
     work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="volbench-calibration-"))
@@ -243,15 +268,8 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
             "repeat": {"min": 3, "max": 10, "until": "decided", "metrics": ["real"]},
             "baseline": "a",
         }
-        exp = work / f"e{number}.json"
-        exp.write_text(json.dumps(doc))
-        db = work / f"e{number}.db"
-        cli = [sys.executable, "-m", "volbench.cli.main"]
-        subprocess.run([*cli, "run", str(exp), "--db", str(db), "--quiet"], check=True,
-                       capture_output=True, timeout=3600)
-        out = subprocess.run([*cli, "report", "--db", str(db), "--format", "json"],
-                             check=True, capture_output=True, text=True, timeout=600).stdout
-        for v in json.loads(out)["verdicts"]:
+        db, verdicts = run_and_report(work, number, doc)
+        for v in verdicts:
             if v["metric"] == "real":
                 total += 1
                 different += v["verdict"] in ("better", "worse")
@@ -264,6 +282,84 @@ def cli_check(comparisons: int, per_experiment: int = 25) -> None:
           f"{runs / total:.1f} runs per side on average, {time.monotonic() - start:.0f} s; "
           f"on the same runs the old rule (5 % after every round) calls {old} different, "
           f"a fixed design of all runs at 5 % {fixed}")
+    shutil.rmtree(work)
+
+
+def interval_table(trials: int) -> None:
+    from volbench.stats.simulate_intervals import coverage
+
+    print(f"\n95 % intervals on positive runs ({trials} samples a cell): mean covered "
+          "old (t) · new (Cox), share of old intervals below zero · median covered")
+    print("| noise | n | mean: old t | below 0 | new | median |")
+    print("|---|---|---|---|---|---|")
+    for kind in ("lognormal", "normal", "stall"):
+        for cv in (0.05, 0.20, 0.50):
+            for n in (3, 5, 10):
+                c = coverage(kind, cv, n, trials=trials)
+                median = "—" if c.median is None else f"{c.median:.1%}"
+                print(f"| {kind} CV {cv:.0%} | {n} | {c.mean_old:.1%} | "
+                      f"{c.mean_old_negative:.1%} | {c.mean_new:.1%} | {median} |", flush=True)
+
+
+def curve_table(rounds: int) -> None:
+    from volbench.stats.simulate_curves import curve_errors
+
+    print(f"\nM/M/1 load curve, steps 10-110 %, {rounds} rounds a cell: knee median error "
+          "old → new, rounds whose old knee was the 25 % step, SLA-rate bias old → new")
+    print("| p99 noise CV | probes | knee | old knee at 25 % | SLA rate |")
+    print("|---|---|---|---|---|")
+    for cv in (0.02, 0.05, 0.10, 0.20):
+        for probes in (1, 3, 5):
+            e = curve_errors(rounds, probes=probes, latency_cv=cv)
+            print(f"| {cv:.0%} | {probes} | {e.knee_old:+.1%} → {e.knee_new:+.1%} | "
+                  f"{e.knee_at_25:.0%} | {e.sla_old:+.2%} → {e.sla_new:+.2%} |", flush=True)
+
+
+def family_table(trials: int) -> None:
+    from familysim import family_rates
+
+    print(f"\nidentical targets, any headline faster/slower per table ({trials} tables a "
+          "cell, 5 runs each; old: each comparison at 5 % · new: Holm family)")
+    print("| noise | targets × workloads | headline comparisons | old | new |")
+    print("|---|---|---|---|---|")
+    for kind, cv in (("lognormal", 0.05), ("lognormal", 0.20), ("heavy", 0.05),
+                     ("busy", 0.05)):
+        for targets in (2, 4, 8):
+            for workloads in (1, 3):
+                r = family_rates(targets, workloads, trials, kind=kind, cv=cv)
+                print(f"| {kind} CV {cv:.0%} | {targets} × {workloads} | "
+                      f"{(targets - 1) * workloads} | {r.share(r.old):.1%} | "
+                      f"{r.share(r.new):.1%} |", flush=True)
+
+
+def cli_family(experiments: int, targets: int = 6, runs: int = 5) -> None:
+    """Six identical directory targets through the CLI: tables with a headline call."""
+    work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="volbench-family-"))
+    nap = work / "nap.sh"
+    nap.write_text(NAP)
+    nap.chmod(0o755)
+    names = [f"t{i}" for i in range(targets)]
+    for name in names:
+        (work / name).mkdir()
+    called = calls = 0
+    start = time.monotonic()
+    for number in range(experiments):
+        doc = {
+            "name": f"family{number}", "workdir": str(work / "work"), "drop_caches": False,
+            "targets": [{"name": t, "type": "directory", "path": str(work / t)} for t in names],
+            "workloads": [{"name": "nap", "tool": "command", "command": [str(nap)],
+                           "estimate": "1s"}],
+            "repeat": runs, "baseline": "t0",
+        }
+        db, found = run_and_report(work, number, doc)
+        verdicts = [v for v in found if v.get("role") == "headline"]
+        hits = sum(v["verdict"] in ("better", "worse") for v in verdicts)
+        called += hits > 0
+        calls += hits
+        db.unlink()
+    print(f"\nCLI, {targets} identical directory targets, random lognormal sleep, {runs} runs "
+          f"each: {called} of {experiments} experiments ({called / experiments:.1%}) had a "
+          f"headline faster/slower ({calls} calls), {time.monotonic() - start:.0f} s")
     shutil.rmtree(work)
 
 
@@ -280,7 +376,10 @@ def main() -> None:
     parser.add_argument("--outlier-cases", type=int, default=4000)
     parser.add_argument("--promise-trials", type=int, default=300)
     parser.add_argument("--only", choices=("adaptive", "power", "outliers", "promise",
-                                           "paired", "cli"))
+                                           "paired", "cli", "family", "cli-family",
+                                           "intervals", "curves"))
+    parser.add_argument("--experiments", type=int, default=60,
+                        help="experiments of the cli-family check")
     args = parser.parse_args()
     wanted = {args.only} if args.only else {"adaptive", "power", "outliers", "promise",
                                             "paired"}
@@ -300,6 +399,14 @@ def main() -> None:
         promise_table(args.promise_trials)
     if "paired" in wanted:
         paired_table(args.trials)
+    if "curves" in wanted:
+        curve_table(args.trials * 2)
+    if "intervals" in wanted:
+        interval_table(args.trials * 4)
+    if "family" in wanted:
+        family_table(min(args.trials, 400))
+    if "cli-family" in wanted:
+        cli_family(args.experiments)
     if args.cli or "cli" in wanted:
         cli_check(args.cli or 100)
 

@@ -56,6 +56,10 @@ def test_b_is_compared_with_a_case_by_case(sets: tuple[Path, Path]) -> None:
     assert got[("xfs", "iops")].phrase.startswith("faster: +20.0 % [")
     assert got[("xfs", "lat_mean")].verdict == "equivalent"
     assert got[("xfs", "iops")].baseline.target == "xfs"  # same target, other set
+    # The two iops comparisons are the headline family; latency is a description.
+    family = got[("xfs", "iops")].family
+    assert family is not None and (family.method, family.size) == ("Holm", 2)
+    assert got[("xfs", "lat_mean")].phrase.startswith("secondary, not a verdict: ")
 
 
 def test_kernel_mismatch_is_warned_about(sets: tuple[Path, Path]) -> None:

@@ -123,20 +123,26 @@ def P(offered: float | None, rate: float, latency: float | None) -> curve.Point:
     return curve.Point(offered, rate, latency)
 
 
-def test_knee_is_the_last_point_before_p99_doubles_its_light_load_value() -> None:
+def test_knee_is_where_p99_doubles_its_light_load_value_between_the_steps() -> None:
     flat_then_up = [P(100, 99, 1e-3), P(500, 498, 1.2e-3), P(900, 890, 1.9e-3),
                     P(1000, 990, 2.5e-3), P(1100, 1000, 40e-3)]
-    assert curve.knee(flat_then_up) == 890
+    # 2 ms lies between 1.9 ms (890) and 2.5 ms (990): on the line through the inverse
+    # latencies (526.3 and 400 per s), 500 per s is 20.8 % of the way: 910.8.
+    assert curve.knee(flat_then_up) == pytest.approx(890 + 100 * (1 / 1.9e-3 - 500)
+                                                     / (1 / 1.9e-3 - 400))
     assert curve.knee(flat_then_up[:3]) is None  # never doubles: no knee
     assert curve.knee(flat_then_up[:1]) is None
     # Order is by offered rate, whatever the order of the list.
-    assert curve.knee(list(reversed(flat_then_up))) == 890
+    assert curve.knee(list(reversed(flat_then_up))) == curve.knee(flat_then_up)
 
 
-def test_sla_rate_is_the_highest_measured_rate_meeting_it_never_above_saturation() -> None:
+def test_sla_rate_is_interpolated_past_the_highest_rate_meeting_it_never_above_saturation(
+        ) -> None:
     pts = [P(100, 99, 1e-3), P(500, 498, 3e-3), P(900, 890, 6e-3), P(None, 1000, 50e-3)]
-    assert curve.sla_rate(pts, 5e-3) == 498
-    assert curve.sla_rate(pts, 10e-3) == 890
+    # 5 ms between 3 ms (498) and 6 ms (890): inverse latencies 333.3, 166.7, 200 per s.
+    assert curve.sla_rate(pts, 5e-3) == pytest.approx(498 + 0.8 * 392)
+    assert curve.sla_rate(pts, 10e-3) == pytest.approx(
+        890 + 110 * (1 / 6e-3 - 100) / (1 / 6e-3 - 20))
     assert curve.sla_rate(pts, 1.0) == 1000  # met everywhere: the saturation rate
     assert curve.sla_rate(pts, 0.5e-3) is None  # not met even at the lightest load
     # A step held above saturation delivers at most saturation.
@@ -241,13 +247,25 @@ def test_report_curves_json_verdicts_and_chart(tmp_path: Path) -> None:
     assert big["points"][0]["offered"] == pytest.approx(100) and big["points"][0]["runs"] == 3
     assert {"iops", "lat_mean", "clat_p99", "iops_ci"} <= set(big["points"][0])
     # Steps of 10 % … 90 % meet 5 ms (1 ms), 100 % does not (8 ms): the probe halfway
-    # between 90 % and 100 % (950) meets it, so the answer is the probe's 940.5. The knee
-    # is read on the steps only: the 90 % step, last before p99 went from 1 to 8 ms.
-    assert big["sla_iops"] == pytest.approx(950 * 0.99)
-    assert big["knee_iops"] == pytest.approx(900 * 0.99)
+    # between 90 % and 100 % (950) meets it, and the answer is where the line through
+    # the inverse latencies of the probe (940.5, 1 ms) and the 100 % step (990, 8 ms)
+    # crosses 5 ms. The knee is read on the steps only: between the 90 % step and the
+    # 100 % step, where p99 crosses 2 ms.
+    def expected(cap: float, share: float, level: float) -> float:
+        """Mean over model_curve's rounds of the crossing between the point at `share`
+        of the round's saturation (1 ms) and the 100 % step (8 ms)."""
+        found = []
+        for rep in (1, 2, 3):
+            jitter = 1 + (rep - 2) * 0.002
+            low, high = share * cap * jitter * 0.99, min(cap * jitter, cap) * 0.99
+            found.append(low + (high - low) * (1e3 - 1 / level) / (1e3 - 125))
+        return sum(found) / 3
+
+    assert big["sla_iops"] == pytest.approx(expected(1000, 0.95, 5e-3))
+    assert big["knee_iops"] == pytest.approx(expected(1000, 0.90, 2e-3))
     assert big["sla_iops"] <= big["saturation_iops"]
     assert [p["step"] for p in big["search"][:6]] == ["max", "10%", "50%", "90%", "100%", "sla-1"]
-    assert by_target["d500"]["sla_iops"] == pytest.approx(475 * 0.99)
+    assert by_target["d500"]["sla_iops"] == pytest.approx(expected(500, 0.95, 5e-3))
     verdicts = {(v["target"], v["metric"]): v["verdict"] for v in data["verdicts"]}
     assert verdicts[("d1000", "sla_iops")] == "better"
     assert verdicts[("d1000", "saturation_iops")] == "better"

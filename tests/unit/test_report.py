@@ -18,6 +18,7 @@ from volbench import report
 from volbench.cli.main import main
 from volbench.core.model import RunResult
 from volbench.report.options import ReportOptions
+from volbench.stats import mean_interval
 
 # -- the demo database -------------------------------------------------------------------
 # a and b (workload w): zero spread, so every figure is exact: b's IOPS are 110 / 100 =
@@ -62,7 +63,7 @@ def demo(tmp_path: Path) -> Path:
 
 TERMINAL = """\
 experiment 1: demo (done)
-baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6
+baseline: a; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); one headline verdict at 5 %; runs per case: 3–6
 
 Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 target  workload  case  metric  op      n  % of baseline         95 % CI   ±T       p  verdict
@@ -71,19 +72,19 @@ b       w               iops    read  3/3        110.0 %  [110.0, 110.0]  2 %  <
 
 Verdicts: each target vs a
 target  workload  case  metric    op      n  % of baseline         95 % CI   ±T       p  verdict
-------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ------------------------------
+------  --------  ----  --------  ----  ---  -------------  --------------  ---  ------  ---------------------------------------------
 b       w               iops      read  3/3        110.0 %  [110.0, 110.0]  2 %  <0.001  faster: +10.0 % [+10.0, +10.0]
-b       w               lat_mean  read  3/3        104.0 %  [104.0, 104.0]  5 %  <0.001  no difference beyond ±5 %
+b       w               lat_mean  read  3/3        104.0 %  [104.0, 104.0]  5 %  <0.001  secondary, not a verdict: +4.0 % [+4.0, +4.0]
 
 Summary
-target  workload  case  metric    op    n      mean                   95 % CI    median       median 95 % CI       min       max       stdev     cv
-------  --------  ----  --------  ----  -  --------  ------------------------  --------  -------------------  --------  --------  ----------  -----
-a       w               iops      read  3  100 op/s      [100 op/s, 100 op/s]  100 op/s                    —  100 op/s  100 op/s      0 op/s  0.0 %
-b       w               iops      read  3  110 op/s      [110 op/s, 110 op/s]  110 op/s                    —  110 op/s  110 op/s      0 op/s  0.0 %
-a       w               lat_mean  read  3     10 ms            [10 ms, 10 ms]     10 ms                    —     10 ms     10 ms         0 s  0.0 %
-b       w               lat_mean  read  3   10.4 ms        [10.4 ms, 10.4 ms]   10.4 ms                    —   10.4 ms   10.4 ms         0 s  0.0 %
-c       v               iops      read  6  100 op/s  [92.58 op/s, 107.4 op/s]  100 op/s  [90 op/s, 110 op/s]   90 op/s  110 op/s  7.071 op/s  7.1 %
-c       v               lat_mean  read  6      1 ms              [1 ms, 1 ms]      1 ms         [1 ms, 1 ms]      1 ms      1 ms         0 s  0.0 %
+target  workload  case  metric    op    n      mean                   95 % CI    median        median 95 % CI       min       max       stdev     cv
+------  --------  ----  --------  ----  -  --------  ------------------------  --------  --------------------  --------  --------  ----------  -----
+a       w               iops      read  3  100 op/s      [100 op/s, 100 op/s]  100 op/s  [100 op/s, 100 op/s]  100 op/s  100 op/s      0 op/s  0.0 %
+b       w               iops      read  3  110 op/s      [110 op/s, 110 op/s]  110 op/s  [110 op/s, 110 op/s]  110 op/s  110 op/s      0 op/s  0.0 %
+a       w               lat_mean  read  3     10 ms            [10 ms, 10 ms]     10 ms        [10 ms, 10 ms]     10 ms     10 ms         0 s  0.0 %
+b       w               lat_mean  read  3   10.4 ms        [10.4 ms, 10.4 ms]   10.4 ms    [10.4 ms, 10.4 ms]   10.4 ms   10.4 ms         0 s  0.0 %
+c       v               iops      read  6  100 op/s  [92.85 op/s, 107.8 op/s]  100 op/s   [90 op/s, 110 op/s]   90 op/s  110 op/s  7.071 op/s  7.1 %
+c       v               lat_mean  read  6      1 ms              [1 ms, 1 ms]      1 ms          [1 ms, 1 ms]      1 ms      1 ms         0 s  0.0 %
 """
 
 
@@ -95,7 +96,7 @@ def test_terminal_exact(tmp_path: Path) -> None:
 MARKDOWN = """\
 # demo
 
-baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
+baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); one headline verdict at 5 %; runs per case: 3–6.
 
 ## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 
@@ -108,7 +109,7 @@ baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment)
 | target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |
 |---|---|---|---|---|---:|---:|---:|---:|---:|---|
 | b | w |  | iops | read | 3/3 | 110.0 % | [110.0, 110.0] | 2 % | <0.001 | faster: +10.0 % [+10.0, +10.0] |
-| b | w |  | lat_mean | read | 3/3 | 104.0 % | [104.0, 104.0] | 5 % | <0.001 | no difference beyond ±5 % |
+| b | w |  | lat_mean | read | 3/3 | 104.0 % | [104.0, 104.0] | 5 % | <0.001 | secondary, not a verdict: +4.0 % [+4.0, +4.0] |
 
 ## % of a [95 % CI]
 
@@ -121,11 +122,11 @@ baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment)
 
 | target | workload | case | metric | op | n | mean | 95 % CI | median | median 95 % CI | min | max | stdev | cv |
 |---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| a | w |  | iops | read | 3 | 100 op/s | [100 op/s, 100 op/s] | 100 op/s | — | 100 op/s | 100 op/s | 0 op/s | 0.0 % |
-| b | w |  | iops | read | 3 | 110 op/s | [110 op/s, 110 op/s] | 110 op/s | — | 110 op/s | 110 op/s | 0 op/s | 0.0 % |
-| a | w |  | lat_mean | read | 3 | 10 ms | [10 ms, 10 ms] | 10 ms | — | 10 ms | 10 ms | 0 s | 0.0 % |
-| b | w |  | lat_mean | read | 3 | 10.4 ms | [10.4 ms, 10.4 ms] | 10.4 ms | — | 10.4 ms | 10.4 ms | 0 s | 0.0 % |
-| c | v |  | iops | read | 6 | 100 op/s | [92.58 op/s, 107.4 op/s] | 100 op/s | [90 op/s, 110 op/s] | 90 op/s | 110 op/s | 7.071 op/s | 7.1 % |
+| a | w |  | iops | read | 3 | 100 op/s | [100 op/s, 100 op/s] | 100 op/s | [100 op/s, 100 op/s] | 100 op/s | 100 op/s | 0 op/s | 0.0 % |
+| b | w |  | iops | read | 3 | 110 op/s | [110 op/s, 110 op/s] | 110 op/s | [110 op/s, 110 op/s] | 110 op/s | 110 op/s | 0 op/s | 0.0 % |
+| a | w |  | lat_mean | read | 3 | 10 ms | [10 ms, 10 ms] | 10 ms | [10 ms, 10 ms] | 10 ms | 10 ms | 0 s | 0.0 % |
+| b | w |  | lat_mean | read | 3 | 10.4 ms | [10.4 ms, 10.4 ms] | 10.4 ms | [10.4 ms, 10.4 ms] | 10.4 ms | 10.4 ms | 0 s | 0.0 % |
+| c | v |  | iops | read | 6 | 100 op/s | [92.85 op/s, 107.8 op/s] | 100 op/s | [90 op/s, 110 op/s] | 90 op/s | 110 op/s | 7.071 op/s | 7.1 % |
 | c | v |  | lat_mean | read | 6 | 1 ms | [1 ms, 1 ms] | 1 ms | [1 ms, 1 ms] | 1 ms | 1 ms | 0 s | 0.0 % |
 
 ## Per-run values
@@ -265,9 +266,12 @@ def test_json_keeps_the_contract_and_adds_verdicts(tmp_path: Path) -> None:
     assert verdicts[("b", "iops")]["verdict"] == "better"
     assert abs(verdicts[("b", "iops")]["comparison"]["ratio"] - 1.1) < 1e-12
     assert verdicts[("b", "lat_mean")]["verdict"] == "equivalent"
+    assert verdicts[("b", "lat_mean")]["role"] == "secondary"
+    assert verdicts[("b", "iops")]["family"] == {"method": "Holm", "size": 1, "alpha": 0.05}
     c_iops = next(s for s in data["summaries"] if s["target"] == "c" and s["metric"] == "iops")
     assert c_iops["n"] == 6 and c_iops["values"] == list(C_IOPS)
-    assert abs(c_iops["mean_ci"]["low"] - (100 - 2.5705818366 * (50 / 6) ** 0.5)) < 1e-6
+    assert c_iops["mean_ci"]["low"] == pytest.approx(mean_interval(C_IOPS).low, rel=1e-12)
+    assert 0 < c_iops["mean_ci"]["low"] < 100
     assert data["runs_per_case"] == {"min": 3, "max": 6}
     assert "io_check" not in data["runs"][0]  # nothing found: nothing added
 

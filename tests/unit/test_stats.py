@@ -200,11 +200,19 @@ def test_summarize_textbook_sample() -> None:
     assert (s.n, s.mean, s.median, s.min, s.max) == (8, 5.0, 4.5, 2.0, 9.0)
     assert s.stdev == pytest.approx(sd)
     assert s.cv == pytest.approx(sd / 5)
+    # Positive values: the modified Cox interval on the logs (stays positive).
+    logs = [math.log(v) for v in values]
+    ybar, v = statistics.fmean(logs), statistics.variance(logs)
+    cox = 2.365 * math.sqrt(v / 8 + v * v / 14)  # t_{0.975, 7} = 2.365 from the table
     assert s.mean_ci is not None
-    half = 2.365 * sd / math.sqrt(8)  # t_{0.975, 7} = 2.365 from the table
-    assert s.mean_ci.low == pytest.approx(5 - half, abs=1e-3)
-    assert s.mean_ci.high == pytest.approx(5 + half, abs=1e-3)
+    assert s.mean_ci.low == pytest.approx(math.exp(ybar + v / 2 - cox), rel=1e-3)
+    assert s.mean_ci.high == pytest.approx(math.exp(ybar + v / 2 + cox), rel=1e-3)
     assert s.mean_ci.level == 0.95
+    # With a zero or a negative value: Student's t interval, the textbook's.
+    shifted = summarize([x - 2 for x in values]).mean_ci
+    half = 2.365 * sd / math.sqrt(8)
+    assert shifted is not None
+    assert (shifted.low, shifted.high) == pytest.approx((3 - half, 3 + half), abs=1e-3)
     assert s.median_ci is not None  # n = 8: [x(1), x(8)], coverage 1 - 2/256
     assert (s.median_ci.low, s.median_ci.high) == (2.0, 9.0)
     assert s.median_ci.level == pytest.approx(1 - 2 / 256)

@@ -37,6 +37,7 @@ from volbench.stats import SequentialDesign, Verdict, decide
 _PERCENTILE = re.compile(r"_p\d+(\.\d+)?$")
 
 DEFAULT_THRESHOLD = 0.02
+FAMILY_ALPHA = 0.05  # the report's family-wise rate (report.family.FAMILY_ALPHA)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def pending(runs: Sequence[RunResult], baseline: str,
     thresholds = thresholds or {}
     values = _values(runs, metrics)
     params_of = {(r.workload, params_key(r.params)): r.params for r in runs}
-    undecided: set[Pending] = set()
+    tests: list[tuple[Pending, list[float], list[float], bool, float]] = []
     for (workload, params, target), measured in values.items():
         if target == baseline:
             continue
@@ -103,9 +104,18 @@ def pending(runs: Sequence[RunResult], baseline: str,
             direction = info(name, unit).higher_is_better
             if not reference or direction is None:
                 continue
-            verdict = decide(candidate, reference, higher_is_better=direction,
-                             threshold=thresholds.get(name, DEFAULT_THRESHOLD), design=design)
-            if verdict is Verdict.INCONCLUSIVE:
-                undecided.add(Pending(target, workload, params))
-                break
+            tests.append((Pending(target, workload, params), candidate, reference, direction,
+                          thresholds.get(name, DEFAULT_THRESHOLD)))
+    # The deciding comparisons are one family (report.family): each is tested at
+    # Bonferroni's alpha/m, the smallest of the Holm levels the report uses, so what the
+    # runner stopped on as decided stays decided in the report.
+    alpha = FAMILY_ALPHA / max(1, len(tests))
+    undecided: set[Pending] = set()
+    for case, candidate, reference, direction, threshold in tests:
+        if case in undecided:
+            continue
+        verdict = decide(candidate, reference, higher_is_better=direction,
+                         threshold=threshold, alpha=alpha, design=design)
+        if verdict is Verdict.INCONCLUSIVE:
+            undecided.add(case)
     return undecided

@@ -17,7 +17,7 @@ from volbench.report import targetstate
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import lab_disk_text
-from volbench.report.verdicts import VerdictRow, compare_sets, thresholds
+from volbench.report.verdicts import VerdictRow, compare_sets, judge_family, thresholds
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ def _case_names(summaries: list[CaseSummary]) -> dict[tuple[str, str, str], str]
 def compare_reports(a: Report, b: Report, label_a: str = "A", label_b: str = "B") -> SetComparison:
     """B against A, case by case (same target, workload, params, metric and tags)."""
     limits = {**thresholds(a.experiments), **thresholds(b.experiments)}
-    rows = compare_sets(b.summaries, a.summaries, limits, same_target=True)
+    # The headline comparisons are one family here too (report.family).
+    rows = judge_family(compare_sets(b.summaries, a.summaries, limits, same_target=True))
     names_a, names_b = _case_names(a.summaries), _case_names(b.summaries)
     return SetComparison(
         a,

@@ -55,7 +55,10 @@ def verdict_json(v: VerdictRow) -> dict[str, Any]:
         "params": dict(s.params), "metric": s.metric, "unit": s.unit, "tags": dict(s.tags),
         "threshold": v.threshold, "n": s.summary.n, "n_baseline": v.baseline.summary.n,
         "verdict": v.verdict, "text": v.phrase,
-        "headline": headline(s.metric, s.tags, s.params)}
+        "headline": headline(s.metric, s.tags, s.params), "role": v.role,
+        "family": None if v.family is None else {"method": v.family.method,
+                                                  "size": v.family.size,
+                                                  "alpha": v.family.alpha}}
     if v.means is not None:
         ci = v.means.interval
         out["arithmetic_means"] = {"ratio": v.means.ratio, "interval": None if ci is None

@@ -74,9 +74,11 @@ def comparison_table(sc: SetComparison, wanted: Sequence[str] | None = None) -> 
                 v.phrase,
             )
         )
-        classes.append(v.verdict.replace(" ", "-"))
+        classes.append(v.verdict.replace(" ", "-") if v.is_verdict else "secondary")
     numeric = tuple(h in ("n B/A", "B % of A", "95 % CI", "±T", "p") for h in COLUMNS)
-    return Table(f"{sc.label_b} vs {sc.label_a}", COLUMNS, tuple(rows), (), numeric, tuple(classes))
+    family = next((v.family for v in picked if v.family is not None), None)
+    title = f"{sc.label_b} vs {sc.label_a}" + (f" ({family.header()})" if family else "")
+    return Table(title, COLUMNS, tuple(rows), (), numeric, tuple(classes))
 
 
 def _header(sc: SetComparison) -> list[str]:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.core import metricinfo as metrics
-from volbench.core.headline import headline
 from volbench.core.model import Params
 from volbench.core.units import format_duration, format_size, format_value, parse_size
 from volbench.report.cases import CaseSummary
@@ -133,7 +132,8 @@ def _verdict_rows(report: Report, wanted: Sequence[str] | None) -> list[VerdictR
 
 
 def is_headline_row(v: VerdictRow) -> bool:
-    return headline(v.candidate.metric, v.candidate.tags, v.candidate.params)
+    """A verdict of the headline family (report.family); the other rows are descriptions."""
+    return v.is_verdict
 
 
 def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table | None:
@@ -162,7 +162,7 @@ def verdict_table(report: Report, wanted: Sequence[str] | None = None,
             cells = (percent_of_baseline(c), ratio_interval(c), f"{v.threshold * 100:g} %",
                      "—" if c.p_value is None else _p(c.p_value))
         rows.append((s.target, s.workload, label, metric_cell(s), s.op, n, *cells, v.phrase))
-        classes.append(v.verdict.replace(" ", "-"))
+        classes.append(v.verdict.replace(" ", "-") if v.is_verdict else "secondary")
     numeric = tuple(h in ("n", "% of baseline", "95 % CI", "±T", "p") for h in VERDICT_COLUMNS)
     title = f"Verdicts: each target vs {report.baseline}" if report.baseline else "Verdicts"
     return Table(title, VERDICT_COLUMNS, tuple(rows), (), numeric, tuple(classes))

@@ -9,11 +9,13 @@ practical threshold from the experiment's ``thresholds:`` (default 2 %).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from volbench.core import metricinfo as metrics
 from volbench.core.model import ExperimentRow
+from volbench.report import advice
 from volbench.report.cases import CaseSummary
+from volbench.report.family import HEADLINE, SAME, SECONDARY, Family, family_levels, roles
 from volbench.stats import (
     Comparison,
     SequentialDesign,
@@ -23,7 +25,6 @@ from volbench.stats import (
     verdict_text,
 )
 from volbench.stats.meanratio import MeanRatio, mean_ratio
-from volbench.stats.multiple import benjamini_hochberg
 
 DEFAULT_THRESHOLD = 0.02
 
@@ -39,20 +40,46 @@ class VerdictRow:
     # Ratio of arithmetic means with Fieller's interval (the verdict's ratio is of
     # geometric means); shown when the two differ beyond the threshold.
     means: MeanRatio | None = None
+    # One comparison, one verdict (report.family): HEADLINE rows are the verdicts, judged
+    # together as `family` (Holm); SECONDARY rows are descriptions at 95 % each; SAME
+    # rows repeat the measurement `same_as` (bw beside IOPS at one block size).
+    role: str = HEADLINE
+    same_as: str = ""
+    family: Family | None = None
+    # The run-to-run spread behind an undecided verdict (report.advice.Noise).
+    noise: advice.Noise | None = None
 
     @property
     def target(self) -> str:
         return self.candidate.target
 
     @property
+    def is_verdict(self) -> bool:
+        """True for a headline row: a verdict of the family, not a description."""
+        return self.role == HEADLINE
+
+    @property
     def verdict(self) -> str:
         return self.comparison.verdict.value if self.comparison else "not compared"
+
+    @property
+    def ruled_out(self) -> tuple[float, float] | None:
+        """The changes (in %) beyond which the data rule out a difference, low and high:
+        the ends of the verdict's interval (None without one)."""
+        ci = self.comparison.ratio_ci if self.comparison else None
+        return None if ci is None else ((ci.low - 1.0) * 100.0, (ci.high - 1.0) * 100.0)
 
     @property
     def phrase(self) -> str:
         if self.comparison is None:
             return f"not compared: {self.error}"
-        return phrase(self.comparison) + means_note(self.comparison, self.means)
+        c = self.comparison
+        if self.role == SAME:
+            return f"same measurement as {self.same_as}, judged there"
+        if self.role == SECONDARY:
+            return f"secondary, not a verdict: {change_text(c)}" + means_note(c, self.means)
+        text = phrase(c) + means_note(c, self.means)
+        return text + advice.undecided_note(c, self.noise)
 
 
 def baseline_target(
@@ -107,6 +134,7 @@ def compare_pair(
     baseline: CaseSummary,
     threshold: float,
     design: SequentialDesign | None = None,
+    alpha: float = 0.05,
 ) -> VerdictRow:
     higher = metrics.info(candidate.metric, candidate.unit).higher_is_better
     assert higher is not None, "only comparable metrics reach compare_pair"
@@ -116,6 +144,7 @@ def compare_pair(
             baseline.values,
             higher_is_better=higher,
             threshold=threshold,
+            alpha=alpha,
             design=design,
         )
     except StatisticsInputError as exc:
@@ -161,7 +190,37 @@ def against_baseline(
         return []
     base = [s for s in summaries if s.target == baseline]
     others = [s for s in summaries if s.target != baseline]
-    return compare_sets(others, base, limits, design=design)
+    rows = judge_family(compare_sets(others, base, limits, design=design), design)
+    return advice.with_noise(rows, summaries)
+
+
+def judge_family(rows: Sequence[VerdictRow], design: SequentialDesign | None = None
+                 ) -> list[VerdictRow]:
+    """The rows with their roles, the headline rows re-judged at Holm's levels as one
+    family (report.family); guarantees any false headline "faster/slower" in at most 5 %
+    of tables of identical targets, and that each interval agrees with its verdict."""
+    found = roles([r.candidate for r in rows])
+    heads = [i for i, (role, _) in enumerate(found) if role == HEADLINE]
+    judged: dict[tuple[int, float], VerdictRow] = {}
+
+    def at(j: int, level: float) -> VerdictRow:
+        row = rows[heads[j]]
+        if (j, level) not in judged:
+            judged[(j, level)] = row if row.comparison is None else compare_pair(
+                row.candidate, row.baseline, row.threshold, design, alpha=level)
+        return judged[(j, level)]
+
+    def significant(j: int, level: float) -> bool:
+        c = at(j, level).comparison
+        return c is not None and c.significant
+
+    p_values = [c.p_value if (c := rows[i].comparison) else None for i in heads]
+    family, levels = family_levels(p_values, significant)
+    out = [replace(r, role=role, same_as=same) for r, (role, same) in zip(rows, found,
+                                                                          strict=True)]
+    for j, i in enumerate(heads):
+        out[i] = replace(at(j, levels[j]), role=HEADLINE, family=family)
+    return out
 
 
 def design_note(design: SequentialDesign | None) -> str:
@@ -191,14 +250,7 @@ def phrase(c: Comparison) -> str:
     if c.verdict in (Verdict.EQUIVALENT, Verdict.INCONCLUSIVE):
         return verdict_text(c)
     word = "faster" if c.verdict is Verdict.BETTER else "slower"
-    ci = c.ratio_ci
-    if c.ratio >= 2.0:  # "+13560 %" reads worse than "×137"
-        bounds = "" if ci is None else f" [×{_times(ci.low)}, ×{_times(ci.high)}]"
-        return f"{word}: ×{_times(c.ratio)}{bounds}"
-    if ci is None:  # compare() always sets it for BETTER/WORSE
-        return f"{word}: {_signed(c.change_pct)} %"
-    low, high = ((r - 1.0) * 100.0 for r in (ci.low, ci.high))
-    return f"{word}: {_signed(c.change_pct)} % [{_signed(low)}, {_signed(high)}]"
+    return f"{word}: {change_text(c)}"
 
 
 def means_note(c: Comparison, means: MeanRatio | None) -> str:
@@ -228,21 +280,24 @@ def ratio_interval(c: Comparison) -> str:
     return f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"
 
 
+def change_text(c: Comparison) -> str:
+    """The change with its interval, without a verdict word: "+12.3 % [+9.8, +14.9]",
+    "×3.41 [×2.9, ×4.0]" once the metric at least doubled."""
+    ci = c.ratio_ci
+    if c.ratio >= 2.0:  # "+13560 %" reads worse than "×137"
+        bounds = "" if ci is None else f" [×{_times(ci.low)}, ×{_times(ci.high)}]"
+        return f"×{_times(c.ratio)}{bounds}"
+    if ci is None:
+        return f"{_signed(c.change_pct)} %"
+    low, high = ((r - 1.0) * 100.0 for r in (ci.low, ci.high))
+    return f"{_signed(c.change_pct)} % [{_signed(low)}, {_signed(high)}]"
+
+
 def table_note(rows: Sequence[VerdictRow]) -> str:
-    """What the table's ratios are and what each alpha covers, with the Benjamini-Hochberg
-    count when the table calls several differences."""
+    """What the table's ratios are and how the verdicts share their error: the family's
+    statement (Holm over the headline comparisons), or one verdict at 5 %."""
     text = "ratios of geometric means (arithmetic means shown where they read differently)"
-    compared = [r.comparison for r in rows if r.comparison is not None]
-    if len(compared) < 2:
+    family = next((r.family for r in rows if r.family is not None), None)
+    if family is None:
         return text
-    called = [c for c in compared if c.verdict in (Verdict.BETTER, Verdict.WORSE)]
-    text += (f"; each verdict's 5 % covers that comparison alone, not the table's "
-             f"{len(compared)}")
-    p_values = [c.p_value for c in compared if c.p_value is not None]
-    if called and len(p_values) == len(compared):
-        kept = benjamini_hochberg(p_values)
-        survive = sum(k for k, c in zip(kept, compared, strict=True)
-                      if c.verdict in (Verdict.BETTER, Verdict.WORSE))
-        text += (f"; at a 5 % false discovery rate (Benjamini-Hochberg) {survive} of the "
-                 f"{len(called)} differences stand")
-    return text
+    return f"{text}; {family.header()}"

@@ -54,22 +54,29 @@ class Summary:
 
 
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
-    """Student-t interval of the mean: mean ± t_{(1+c)/2, n-1} · s / sqrt(n); None if n < 2.
+    """Interval of the mean; None if n < 2. Zero spread gives [mean, mean].
 
-    Assumes independent runs and a roughly normal sampling distribution of the mean (the
-    central limit theorem makes this mild for moderate n). Zero spread gives [mean, mean].
+    Every value positive (rates, bandwidths, latencies, times): the modified Cox interval
+    on the logarithms, exp(ybar + s²/2 ± t_{(1+c)/2, n-1}·sqrt(s²/n + s⁴/(2(n-1))))
+    (Olsson, *J. Statist. Education* 13 (2005)), which stays positive; simulated coverage
+    94.2-96.8 % for lognormal and normal runs at CV 5-50 % and n = 3-10 where the
+    Student-t interval went below zero in up to half of the 3-run cases at CV 50 %
+    (docs/statistics.md). Otherwise (zeros, negatives) Student's mean ± t·s/sqrt(n).
     """
     sample = finite_sample(values)
     check_probability(confidence, "confidence")
     n = len(sample)
     if n < 2:
         return None
+    t = t_quantile((1.0 + confidence) / 2.0, n - 1)
+    if min(sample) > 0.0 and len(set(sample)) > 1:
+        logs = [math.log(v) for v in sample]
+        variance = sample_variance(logs)
+        centre = fmean(logs) + variance / 2.0
+        half = t * math.sqrt(variance / n + variance * variance / (2.0 * (n - 1)))
+        return Interval(math.exp(centre - half), math.exp(centre + half), confidence)
     mean = fmean(sample)
-    half = (
-        t_quantile((1.0 + confidence) / 2.0, n - 1)
-        * math.sqrt(sample_variance(sample))
-        / math.sqrt(n)
-    )
+    half = t * math.sqrt(sample_variance(sample)) / math.sqrt(n)
     return Interval(mean - half, mean + half, confidence)
 
 
@@ -80,8 +87,11 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interv
     probability 1 - 2·P(B <= k-1), B ~ Binomial(n, 1/2), for any continuous distribution
     (Conover, *Practical Nonparametric Statistics*, 3rd ed., 1999, §3.2). We take the
     largest k whose coverage still reaches `confidence`; `level` reports the exact
-    coverage. Returns None when even [min, max] falls short (n < 6 at 95 %), rather
-    than presenting [min, max] as a 95 % interval it is not.
+    coverage. Where even [min, max] falls short (n < 6 at 95 %) and every value is
+    positive, the geometric interval exp(ybar ± t·s_y/sqrt(n)) of the logarithms y: the
+    median of a distribution symmetric on the log scale (simulated coverage 94.4-96.7 %
+    for lognormal, normal, log-t and stalled-run noise at n = 3 and 5). Otherwise None,
+    rather than presenting [min, max] as a 95 % interval it is not.
     """
     sample = sorted(finite_sample(values))
     check_probability(confidence, "confidence")
@@ -92,7 +102,11 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interv
         return 2.0 * binomial_half_cdf(k - 1, n) <= alpha
 
     if not reaches(1):
-        return None
+        if n < 2 or sample[0] <= 0.0:
+            return None
+        if sample[0] == sample[-1]:  # zero spread: exactly the value, as the mean's
+            return Interval(sample[0], sample[0], confidence)
+        return _geometric_interval(sample, confidence)
     # Start near the normal-approximation answer, then walk to the exact one.
     k = max(1, int((n - 1.96 * math.sqrt(n)) / 2.0))
     while k > 1 and not reaches(k):
@@ -101,6 +115,14 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interv
         k += 1
     coverage = 1.0 - 2.0 * binomial_half_cdf(k - 1, n)
     return Interval(sample[k - 1], sample[n - k], coverage)
+
+
+def _geometric_interval(sample: Sequence[float], confidence: float) -> Interval:
+    logs = [math.log(v) for v in sample]
+    half = (t_quantile((1.0 + confidence) / 2.0, len(logs) - 1)
+            * math.sqrt(sample_variance(logs)) / math.sqrt(len(logs)))
+    centre = fmean(logs)
+    return Interval(math.exp(centre - half), math.exp(centre + half), confidence)
 
 
 def summarize(values: Sequence[float], *, confidence: float = 0.95) -> Summary:
