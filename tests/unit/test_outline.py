@@ -75,6 +75,6 @@ def test_markdown_and_html_put_the_sections_in_the_outlines_order(tmp_path: Path
 
 
 def test_the_terminal_shows_the_brief_sections_only(tmp_path: Path) -> None:
-    text = report.render(load(_db(tmp_path)), "table")
+    text = report.render(load(_db(tmp_path)), "table", ReportOptions(details=True))
     assert "Verdicts: each target vs a" in text and "\nSummary\n" in text
     assert "% of a" not in text and "Per-run" not in text and "Environment" not in text

@@ -1,0 +1,271 @@
+"""The answer first: per workload, one line per target with its headline figure, the
+figure's interval and the verdict against the baseline in words.
+
+hyperfine ("`fd` ran 1.73 ± 0.05 times faster than `find`") and pyperf compare_to are
+the model: the answer in words with its uncertainty, everything else one flag away
+(`volbench report --details`, and the Markdown/HTML files, which keep it all).
+
+The verdicts are report/verdicts.py's (this module only words them); the headline rule is
+core/headline.py's. The figure shown per target is the geometric mean of its runs with a
+Student-t interval on the log scale: the same centre the verdict's ratio uses, and an
+interval that cannot go below zero for a rate, a bandwidth or a time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from volbench.core import metricinfo
+from volbench.core.headline import headline
+from volbench.core.units import format_value
+from volbench.report import noise
+from volbench.report.cases import CaseSummary
+from volbench.report.data import Report
+from volbench.report.table import value_order
+from volbench.report.verdicts import VerdictRow
+from volbench.stats import Interval, Verdict
+from volbench.stats.distributions import t_quantile
+
+# The built-in default (4 targets x 2 workloads) must fit a terminal of this size.
+MAX_LINES = 40
+MAX_COLUMNS = 100
+# A workload with more cases than this (a load curve's steps, a parameter sweep) shows
+# the first ones and says how many more there are behind --details.
+MAX_CASES_PER_WORKLOAD = 3
+# Lines of "what matters most" under the answers.
+MAX_NOTES = 4
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A target's headline figure: geometric mean of its runs and its 95 % interval."""
+
+    centre: float
+    interval: Interval | None
+
+
+def geometric_figure(values: Sequence[float], confidence: float = 0.95) -> Figure | None:
+    """Geometric mean with a Student-t interval of the mean log (None without values).
+
+    Guarantees: the interval lies in (0, inf) and contains the centre; with one value, or
+    any value <= 0 (a stalled run: no log), the centre is the arithmetic mean and there
+    is no interval. Assumes independent runs, as the verdicts do; coverage is measured
+    in tests/unit/test_answer.py on lognormal runs.
+    """
+    if not values:
+        return None
+    if len(values) < 2 or min(values) <= 0:
+        return Figure(sum(values) / len(values), None)
+    logs = [math.log(v) for v in values]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
+    return Figure(math.exp(mean), Interval(math.exp(mean - half), math.exp(mean + half),
+                                           confidence))
+
+
+def figure_text(summary: CaseSummary) -> str:
+    """"53.4k op/s [52.1k, 54.6k]": the figure and its interval, in the metric's unit."""
+    fig = geometric_figure(summary.values)
+    if fig is None:
+        return "no runs"
+    text = format_value(fig.centre, summary.unit)
+    if fig.interval is None:
+        return f"{text} (1 run)" if len(summary.values) == 1 else text
+    low, high = (format_value(v, summary.unit) for v in (fig.interval.low, fig.interval.high))
+    # "53074 op/s [44606, 63150]": the unit once, where the bounds share the figure's.
+    unit = text.rsplit(" ", 1)[-1] if " " in text else ""
+    if unit and low.endswith(f" {unit}") and high.endswith(f" {unit}"):
+        low, high = low[:-len(unit) - 1], high[:-len(unit) - 1]
+    return f"{text} [{low}, {high}]"
+
+
+def _times(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _pct(x: float) -> str:
+    return f"{(x - 1.0) * 100.0:+.0f} %" if abs(x - 1.0) >= 0.1 else \
+        f"{(x - 1.0) * 100.0:+.1f} %"
+
+
+def verdict_words(row: VerdictRow) -> str:
+    """The verdict in words, as a user reads it: "1.98× faster [1.90, 2.07]",
+    "no difference beyond ±2 %", "not decided: between -41 % and +37 %"."""
+    c = row.comparison
+    if c is None:
+        return f"not compared: {row.error}"
+    if c.verdict is Verdict.EQUIVALENT:
+        return f"no difference beyond ±{c.threshold * 100:g} %"
+    ci = c.ratio_ci
+    if c.verdict is Verdict.INCONCLUSIVE:
+        if ci is None:
+            return "not decided: too few runs for an interval"
+        text = f"not decided: between {_pct(ci.low)} and {_pct(ci.high)}"
+        if c.runs_needed is not None and not c.runs_needed_capped:
+            more = max(1, c.runs_needed - min(c.n_candidate, c.n_baseline))
+            text += f"; ~{more} more run{'s' if more > 1 else ''} would decide"
+        return text
+    # "Faster" is the better direction whatever the metric: IOPS up, latency down.
+    speed = c.ratio if c.higher_is_better else 1.0 / c.ratio
+    bounds = sorted(b if c.higher_is_better else 1.0 / b
+                    for b in ((ci.low, ci.high) if ci else ()))
+    word = "faster" if c.verdict is Verdict.BETTER else "slower"
+    if word == "slower":
+        speed, bounds = 1.0 / speed, sorted(1.0 / b for b in bounds)
+    tail = f" [{_times(bounds[0])}, {_times(bounds[1])}]" if bounds else ""
+    return f"{_times(speed)}× {word}{tail}"
+
+
+@dataclass(frozen=True)
+class CaseAnswer:
+    """One headline comparison group: a workload's case and metric, each target's
+    summary in the experiment's target order and its verdict row (none for the baseline)."""
+
+    workload: str
+    title: str
+    summaries: tuple[CaseSummary, ...]
+    verdicts: dict[str, VerdictRow]
+
+
+def _headline_summaries(report: Report) -> list[CaseSummary]:
+    return [s for s in report.summaries
+            if headline(s.metric, s.tags, s.params)
+            and metricinfo.comparable(s.metric, s.unit, s.tags)]
+
+
+def case_title(report: Report, s: CaseSummary) -> str:
+    """"rand4k rw=randread — read IOPS": workload, varying parameters, metric."""
+    shown = report.varying_params(s.workload)
+    label = " ".join(f"{k}={s.params[k]}" for k in shown if k in s.params)
+    what = " ".join(p for p in (s.tags.get("op", ""), metricinfo.label(s.metric, s.unit),
+                                s.other_tags()) if p)
+    return " ".join(p for p in (s.workload, label) if p) + f" — {what}"
+
+
+def case_answers(report: Report) -> list[CaseAnswer]:
+    """The headline comparisons grouped by case, in report order (workload, parameters)."""
+    order = {name: i for i, name in enumerate(report.target_order())}
+    groups: dict[tuple[str, ...], list[CaseSummary]] = {}
+    for s in _headline_summaries(report):
+        groups.setdefault(s.comparison_key, []).append(s)
+    verdicts: dict[tuple[str, ...], dict[str, VerdictRow]] = {}
+    for v in report.verdicts:
+        verdicts.setdefault(v.candidate.comparison_key, {})[v.target] = v
+    work = {name: i for i, name in enumerate(report.workloads())}
+    answers = []
+    for key, items in groups.items():
+        items.sort(key=lambda s: order.get(s.target, len(order)))
+        answers.append(CaseAnswer(items[0].workload, case_title(report, items[0]),
+                                  tuple(items), verdicts.get(key, {})))
+
+    def place(a: CaseAnswer) -> tuple[object, ...]:
+        s = a.summaries[0]
+        return (work.get(a.workload, len(work)),
+                tuple((k, value_order(v)) for k, v in s.params.items()),
+                metricinfo.rank(s.metric), tuple(sorted(s.tags.items())))
+
+    return sorted(answers, key=place)
+
+
+def _verdict_cell(report: Report, answer: CaseAnswer, s: CaseSummary) -> str:
+    if s.target == report.baseline:
+        return "baseline"
+    row = answer.verdicts.get(s.target)
+    if row is not None:
+        return verdict_words(row)
+    return "no baseline to compare with" if report.baseline else ""
+
+
+def _fit(line: str, width: int) -> list[str]:
+    """A line cut at `width` columns, the rest on an indented second line."""
+    if len(line) <= width:
+        return [line]
+    cut = line.rfind(" ", 0, width)
+    cut = cut if cut > width // 2 else width
+    return [line[:cut].rstrip(), "      " + line[cut:].strip()]
+
+
+def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> list[str]:
+    """A case's title, then one line per target: name, figure [interval], verdict."""
+    names = [s.target for s in answer.summaries]
+    figures = [figure_text(s) for s in answer.summaries]
+    name_w, fig_w = max(map(len, names)), max(map(len, figures))
+    out = [answer.title]
+    for s, name, fig in zip(answer.summaries, names, figures, strict=True):
+        line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {_verdict_cell(report, answer, s)}"
+        out += _fit(line.rstrip(), width)
+    return out
+
+
+def answer_lines(report: Report, width: int = MAX_COLUMNS) -> list[str]:
+    """The answer block without its notes: per workload its first cases' lines, and how
+    many more cases --details shows."""
+    answers = case_answers(report)
+    if not answers:
+        return []
+    vs = f"each target vs {report.baseline}" if report.baseline and \
+        len(report.target_order()) > 1 else "each target"
+    out = [f"Answer: {vs} (geometric mean of runs [95 % interval]; verdict in words)"]
+    shown: dict[str, int] = {}
+    hidden: dict[str, int] = {}
+    for a in answers:
+        if shown.get(a.workload, 0) >= MAX_CASES_PER_WORKLOAD:
+            hidden[a.workload] = hidden.get(a.workload, 0) + 1
+            continue
+        shown[a.workload] = shown.get(a.workload, 0) + 1
+        out += case_lines(report, a, width)
+    out += [f"({n} more {w} case{'s' if n > 1 else ''}: volbench report --details)"
+            for w, n in hidden.items()]
+    return out
+
+
+# Warnings that change what a verdict means, most serious first; the others (few runs,
+# outliers, drift) are in --details and the files.
+SERIOUS = ("failed-target", "failed-runs", "baseline", "bad-value", "cache", "caches",
+           "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
+
+
+def noisiest(report: Report) -> CaseSummary | None:
+    """The headline case with the largest run-to-run CV, if above 5 % (quieter is normal)."""
+    noisy = [s for s in _headline_summaries(report)
+             if s.summary.cv is not None and s.summary.cv > 0.05]
+    return max(noisy, key=lambda s: s.summary.cv or 0.0, default=None)
+
+
+def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) -> list[str]:
+    """At most MAX_NOTES lines of what matters most: the noisiest case and its likely
+    cause, then the warnings that change a conclusion; and where the rest is."""
+    notes: list[str] = []
+    loud = noisiest(report)
+    if loud is not None:
+        cv = (loud.summary.cv or 0.0) * 100.0
+        text = f"noisiest: {case_title(report, loud)} on {loud.target}: run-to-run CV {cv:.0f} %"
+        cause = noise.likely_cause(report.runs, loud.run_indices)
+        notes.append(f"{text}; {cause}" if cause else text)
+    serious = sorted((w for w in report.warnings if w.kind in SERIOUS),
+                     key=lambda w: SERIOUS.index(w.kind))
+    notes += [w.message for w in serious]
+    out = [_clip(f"- {note}", width) for note in notes[:MAX_NOTES]]
+    left = len(report.warnings) - len(serious[:MAX_NOTES - (loud is not None)])
+    more = f"{left} more warning{'s' if left != 1 else ''}; " if left > 0 else ""
+    if footer:
+        out.append(f"{more}all metrics, summaries and time windows: volbench report --details")
+    return out
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def render(report: Report, width: int = MAX_COLUMNS, footer: bool = True) -> list[str]:
+    """The whole answer block: answers, then what matters most (and, with `footer`, where
+    the rest is); empty when there is nothing to compare or show."""
+    lines = answer_lines(report, width)
+    if not lines:
+        return []
+    notes = note_lines(report, width, footer)
+    return [*lines, "", *notes] if notes else lines
