@@ -24,3 +24,42 @@ def test_an_imported_fio_run_gets_the_live_runs_window_analysis(tmp_path: Path) 
     assert "burst_seconds" in names and {"burst", "sustained"} <= windows
     iops = next(s for s in run.parsed.series if s.name == "iops")
     assert len(iops.points) == 59 and iops.points[0][1] == 2705  # other.* was not added
+
+
+BONNIE = DATA / "bonnie++"
+
+
+def _value(metrics: object, name: str, test: str, row: str) -> object:
+    found = [m for m in metrics if m.name == name and m.tags["test"] == test  # type: ignore[attr-defined]
+             and m.tags["row"] == row]
+    assert len(found) == 1, (name, test, row, found)
+    return found[0].value
+
+
+def test_bonnie_csv_mixing_versions_reads_every_row_by_its_own_layout(tmp_path: Path) -> None:
+    # Real rows: 1.96 (48 fields), three of 1.03c (27 fields, no version, no latencies),
+    # 2.00a (format 1.98, 50 fields), appended to one file as users keep them.
+    path = BONNIE / "1.03c/mixed-1.96-1.03c-2.00a.csv"
+    with Store(tmp_path / "b.db") as store:
+        exp_id, n = import_files(store, "bonnie++", "mixed", [path])
+        (run,) = store.runs([exp_id])
+    assert n == 1 and str(run.status) == "ok"
+    m = run.metrics
+    assert {x.tags["row"] for x in m} == {"1", "2", "3", "4", "5"}
+    assert _value(m, "bw", "put_block", "1") == 72853 * 1024.0  # 1.96
+    assert _value(m, "latency_max", "put_block", "1") == 0.512
+    assert _value(m, "bw", "put_block", "2") == 29208 * 1024.0  # 1.03c, IDE
+    assert _value(m, "ops", "seeks", "3") == 3123.7  # 1.03c, virtio
+    assert _value(m, "bw", "get_block", "4") == 91063 * 1024.0  # 1.03c, host
+    assert not [x for x in m if x.name == "latency_max" and x.tags["row"] in ("2", "3", "4")]
+    assert _value(m, "ops", "seq_create", "2") is None  # +++++: too fast to measure
+    assert _value(m, "bw", "putc", "5") == 2709 * 1024.0  # 2.00a, after seek_count fields
+
+
+def test_bonnie_103_rows_alone_and_their_parameters() -> None:
+    from volbench.engine.importer import IMPORTERS
+
+    text = (BONNIE / "1.03c/forum-kvm-ide-virtio-host.csv").read_text()
+    imp = IMPORTERS["bonnie++"](text, "forum")
+    assert imp.params == {"size": "500M", "per_char": True, "files": 16}
+    assert len({x.tags["row"] for x in imp.parsed.metrics}) == 3
