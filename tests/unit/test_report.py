@@ -120,6 +120,19 @@ MARKDOWN = """\
 
 baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
 
+## Answer
+
+```text
+Answer: each target vs a (geometric mean of runs [95 % interval]; verdict in words)
+w — read IOPS
+  a  100 op/s [100, 100]  baseline
+  b  110 op/s [110, 110]  1.1× faster [1.1, 1.1]
+v — read IOPS
+  c  99.79 op/s [92.63, 107.5]  no baseline to compare with
+
+- noisiest: v — read IOPS on c: run-to-run CV 7 %
+```
+
 ## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 
 | target | workload | case | metric | op | n | % of baseline | 95 % CI | ±T | p | verdict |

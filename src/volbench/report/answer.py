@@ -36,6 +36,9 @@ MAX_COLUMNS = 100
 MAX_CASES_PER_WORKLOAD = 3
 # Lines of "what matters most" under the answers.
 MAX_NOTES = 4
+# "~N more runs each would decide" only where N is a number a user would run; beyond it
+# the interval ("between -41 % and +37 %") says more.
+MAX_RUNS_ADVICE = 20
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,10 @@ def verdict_words(row: VerdictRow) -> str:
         if ci is None:
             return "not decided: too few runs for an interval"
         text = f"not decided: between {_pct(ci.low)} and {_pct(ci.high)}"
-        if c.runs_needed is not None and not c.runs_needed_capped:
-            more = max(1, c.runs_needed - min(c.n_candidate, c.n_baseline))
-            text += f"; ~{more} more run{'s' if more > 1 else ''} would decide"
+        more = None if c.runs_needed is None or c.runs_needed_capped else \
+            max(1, c.runs_needed - min(c.n_candidate, c.n_baseline))
+        if more is not None and more <= MAX_RUNS_ADVICE:
+            text += f"; ~{more} more run{'s' if more > 1 else ''} each would decide"
         return text
     # "Faster" is the better direction whatever the metric: IOPS up, latency down.
     speed = c.ratio if c.higher_is_better else 1.0 / c.ratio
@@ -180,13 +184,19 @@ def _verdict_cell(report: Report, answer: CaseAnswer, s: CaseSummary) -> str:
     return "no baseline to compare with" if report.baseline else ""
 
 
-def _fit(line: str, width: int) -> list[str]:
-    """A line cut at `width` columns, the rest on an indented second line."""
-    if len(line) <= width:
-        return [line]
-    cut = line.rfind(" ", 0, width)
-    cut = cut if cut > width // 2 else width
-    return [line[:cut].rstrip(), "      " + line[cut:].strip()]
+def _fit(line: str, width: int, indent: int = 4, most: int = 2) -> list[str]:
+    """A line wrapped at spaces to `width` columns, continuation lines indented by
+    `indent`; at most `most` lines (the last cut with "…": the files have it whole)."""
+    out: list[str] = []
+    rest = line
+    while len(rest) > width and len(out) < most - 1:
+        cut = rest.rfind(" ", indent + 1, width)
+        cut = cut if cut > indent + 10 else width
+        out.append(rest[:cut].rstrip())
+        rest = " " * indent + rest[cut:].strip()
+    if len(rest) > width:
+        rest = rest[:width - 1] + "…"
+    return [*out, rest]
 
 
 def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> list[str]:
@@ -197,7 +207,7 @@ def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> 
     out = [answer.title]
     for s, name, fig in zip(answer.summaries, names, figures, strict=True):
         line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {_verdict_cell(report, answer, s)}"
-        out += _fit(line.rstrip(), width)
+        out += _fit(line.rstrip(), width, indent=name_w + fig_w + 6)
     return out
 
 
@@ -249,16 +259,12 @@ def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) ->
     serious = sorted((w for w in report.warnings if w.kind in SERIOUS),
                      key=lambda w: SERIOUS.index(w.kind))
     notes += [w.message for w in serious]
-    out = [_clip(f"- {note}", width) for note in notes[:MAX_NOTES]]
+    out = [line for note in notes[:MAX_NOTES] for line in _fit(f"- {note}", width, indent=2)]
     left = len(report.warnings) - len(serious[:MAX_NOTES - (loud is not None)])
     more = f"{left} more warning{'s' if left != 1 else ''}; " if left > 0 else ""
     if footer:
         out.append(f"{more}all metrics, summaries and time windows: volbench report --details")
     return out
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def render(report: Report, width: int = MAX_COLUMNS, footer: bool = True) -> list[str]:

@@ -55,15 +55,19 @@ class TerminalExporter:
     extension = "txt"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        block = answer.render(report, footer=not options.details)
-        lines = header_lines(report, options.details or not block)
-        if block:
-            lines += ["", *block]
-        if options.details or not block:
-            lines += walk(self, report, options, brief=True)
+        """The answer block alone; with --details (or when there is no answer to give),
+        every brief section of the outline, the answer first."""
+        block = self.answer(report, options)
+        full = options.details or not block
+        lines = header_lines(report, full)
+        lines += walk(self, report, options, brief=True) if full else block
         return "\n".join(lines) + "\n"
 
     # -- sections, in the outline's order (the brief ones) ----------------------------
+    def answer(self, report: Report, options: ReportOptions) -> list[str]:
+        block = answer.render(report, footer=not options.details)
+        return ["", *block] if block else []
+
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         parts: list[str] = []
         headlines = headline_table(report, options.metrics)
