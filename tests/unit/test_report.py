@@ -87,10 +87,7 @@ c       v               lat_mean  read  6      1 ms              [1 ms, 1 ms]   
 """
 
 
-TERMINAL_ANSWER = """\
-experiment 1: demo (done)
-baseline: a; practical threshold ±2 %; runs per case: 3–6
-
+ANSWER = """\
 Answer: each target vs a (geometric mean of runs [95 % interval]; verdict in words)
 w — read IOPS
   a  100 op/s [100, 100]  baseline
@@ -99,7 +96,12 @@ v — read IOPS
   c  99.79 op/s [92.63, 107.5]  no baseline to compare with
 
 - noisiest: v — read IOPS on c: run-to-run CV 7 %
-all metrics, summaries and time windows: volbench report --details
+"""
+TERMINAL_ANSWER = f"""\
+experiment 1: demo (done)
+baseline: a; practical threshold ±2 %; runs per case: 3–6
+
+{ANSWER}all metrics, summaries and time windows: volbench report --details
 """
 
 
@@ -115,7 +117,7 @@ def test_terminal_details_exact(tmp_path: Path) -> None:
     assert text == f"{first}\n\n{answer}\n\n{rest}"
 
 
-MARKDOWN = """\
+MARKDOWN = f"""\
 # demo
 
 baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); each verdict's 5 % covers that comparison alone, not the table's 2; at a 5 % false discovery rate (Benjamini-Hochberg) 1 of the 1 differences stand; runs per case: 3–6.
@@ -123,15 +125,7 @@ baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment)
 ## Answer
 
 ```text
-Answer: each target vs a (geometric mean of runs [95 % interval]; verdict in words)
-w — read IOPS
-  a  100 op/s [100, 100]  baseline
-  b  110 op/s [110, 110]  1.1× faster [1.1, 1.1]
-v — read IOPS
-  c  99.79 op/s [92.63, 107.5]  no baseline to compare with
-
-- noisiest: v — read IOPS on c: run-to-run CV 7 %
-```
+{ANSWER}```
 
 ## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 
