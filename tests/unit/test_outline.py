@@ -60,12 +60,12 @@ def test_markdown_and_html_put_the_sections_in_the_outlines_order(tmp_path: Path
     rep = load(_db(tmp_path))
     md = report.render(rep, "markdown")
     heads = re.findall(r"^## (\S+)", md, re.M)
-    assert heads == ["Answer", "Headline:", "Verdicts:", "Warnings", "%", "Summary", "Per-run", "Runs",
-                     "Environment"]
+    assert heads == ["Answer", "Headline:", "Verdicts:", "Warnings", "%", "Summary", "Per-run",
+                     "Runs", "Environment"]
     page = report.render(rep, "html")
     sections = re.findall(r'<section id="([^"]+)">', page)
-    assert sections == ["answer", "verdicts", "warnings", "percent", "workload-w", "workload-v", "runs",
-                        "environment"]
+    assert sections == ["answer", "verdicts", "warnings", "percent", "workload-w", "workload-v",
+                        "runs", "environment"]
     # Within each workload: summary before per-run values, as in Markdown.
     w = page[page.index('id="workload-w"'):page.index('id="workload-v"')]
     assert w.index("<h3>Summary</h3>") < w.index("Per-run values")
