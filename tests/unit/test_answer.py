@@ -130,3 +130,31 @@ def test_terminal_shows_the_answer_and_details_on_request(tmp_path: Path) -> Non
     full = report.render(rep, "table", report.ReportOptions(details=True))
     assert full.startswith(short.split("\n", 1)[0]) and "Summary" in full
     assert "Answer: each target vs xfs" in full
+
+
+def test_series_exports_carry_each_runs_seconds(tmp_path: Path) -> None:
+    import csv
+    import io
+    import json
+
+    from volbench.core.model import Parsed, Series
+    from volbench.store.db import Store
+
+    tps = Series("tps", "tx/s", ((1.0, 2992.7), (2.0, 3297.0)), {})
+    runs = [make_run("a", {"iops": 1.0}, 1, started=0.0, parsed_extra=Parsed((), (tps,))),
+            make_run("a", {"iops": 1.0}, 2, started=9.0)]
+    db = make_db(tmp_path / "s.db", runs)
+    from volbench.cli.main import _report_for
+
+    with Store(db, read_only=True) as store:
+        series = report.ReportOptions(series=True)
+        rep = _report_for(store, [1], series)
+        doc = json.loads(report.render(rep, "json", series))
+        rows = list(csv.reader(io.StringIO(report.render(rep, "csv", series))))
+        plain = json.loads(report.render(rep, "json"))
+    (one,) = doc["series"]
+    assert one["run"] == 1 and one["repetition"] == 1 and one["name"] == "tps"
+    assert one["points"] == [[1.0, 2992.7], [2.0, 3297.0]]
+    assert rows[0][-3:] == ["tags", "second", "value"] and len(rows) == 3
+    assert rows[2][-2:] == ["2.0", "3297.0"] and rows[2][1] == "1"
+    assert "series" not in plain
