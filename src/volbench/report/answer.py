@@ -150,6 +150,16 @@ def case_title(report: Report, s: CaseSummary) -> str:
     return " ".join(p for p in (s.workload, label) if p) + f" — {what}"
 
 
+def figure_note(report: Report, s: CaseSummary) -> str:
+    """What the figures of a case are, where its metric says (an import's mean of progress
+    lines: "mean of 3 progress interval(s) (pgbench -P) over 3 s"); empty otherwise."""
+    for i in s.run_indices:
+        for m in report.runs[i].metrics if 0 <= i < len(report.runs) else ():
+            if m.name == s.metric and dict(m.tags) == dict(s.tags) and m.note:
+                return m.note.split(":", 1)[0]
+    return ""
+
+
 def case_answers(report: Report) -> list[CaseAnswer]:
     """The headline comparisons grouped by case, in report order (workload, parameters)."""
     order = {name: i for i, name in enumerate(report.target_order())}
@@ -163,7 +173,9 @@ def case_answers(report: Report) -> list[CaseAnswer]:
     answers = []
     for key, items in groups.items():
         items.sort(key=lambda s: order.get(s.target, len(order)))
-        answers.append(CaseAnswer(items[0].workload, case_title(report, items[0]),
+        title = case_title(report, items[0])
+        note = figure_note(report, items[0])
+        answers.append(CaseAnswer(items[0].workload, f"{title} ({note})" if note else title,
                                   tuple(items), verdicts.get(key, {})))
 
     def place(a: CaseAnswer) -> tuple[object, ...]:
