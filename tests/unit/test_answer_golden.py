@@ -15,11 +15,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from support import DATA, ROOT
+from support import DATA, ROOT, need
 from volbench.cli.main import main
 from volbench.engine.importer import import_files
 from volbench.store.db import Store
@@ -84,3 +87,31 @@ def test_the_answer_block_of_a_stored_database(name: str, tmp_path: Path,
 
 def test_the_docs_show_the_default_experiments_answer() -> None:
     assert _doc_block("default-experiment") is not None
+
+
+def test_the_terminal_at_100_columns_in_tmux(tmp_path: Path) -> None:
+    """A real terminal of 100 x 40 (tmux) shows the default experiment's answer unwrapped
+    and whole: every pane line is a line of the golden text."""
+    need(shutil.which("tmux") is not None, "tmux is not installed (apt-get install tmux)")
+    db = tmp_path / "d.db"
+    shutil.copy(REPORTS / "default-experiment.db", db)
+    done = tmp_path / "done"
+    session = f"volbench-answer-{os.getpid()}"
+    volbench = Path(sys.executable).with_name("volbench")
+    command = f"{volbench} report --db {db}; touch {done}; sleep 60"
+    tmux = ["tmux", "-L", session, "-f", "/dev/null"]
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "100", "-y", "40",
+                    "env", "TERM=xterm", "sh", "-c", command], check=True, timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pane = subprocess.run([*tmux, "capture-pane", "-p", "-t", session], check=True,
+                              capture_output=True, text=True, timeout=30).stdout
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=30)
+    expected = (REPORTS / "default-experiment.answer.txt").read_text().splitlines()
+    shown = [line.rstrip() for line in pane.splitlines()]
+    while shown and not shown[-1]:
+        shown.pop()
+    assert shown == expected
