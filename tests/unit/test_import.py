@@ -63,3 +63,14 @@ def test_bonnie_103_rows_alone_and_their_parameters() -> None:
     imp = IMPORTERS["bonnie++"](text, "forum")
     assert imp.params == {"size": "500M", "per_char": True, "files": 16}
     assert len({x.tags["row"] for x in imp.parsed.metrics}) == 3
+
+
+def test_dd_progress_imports_as_its_per_second_series(tmp_path: Path) -> None:
+    # A real 31 s dd with status=progress: ~6.6 MB/s each second, flat, so no window.
+    path = DATA / "dd/coreutils-9.1/status-progress.stderr"
+    with Store(tmp_path / "d.db") as store:
+        exp_id, _ = import_files(store, "dd", "loop", [path])
+        (run,) = store.runs([exp_id], series=True)
+    (bw,) = [s for s in run.parsed.series if s.name == "bw"]
+    assert len(bw.points) == 31 and bw.points[0] == (1.0, 6819840.0)
+    assert not [m for m in run.metrics if "window" in m.tags]
