@@ -135,9 +135,22 @@ class CaseAnswer:
     verdicts: dict[str, VerdictRow]
 
 
+# A load curve's answer is its figures (report/curves.py), not its steps: at a fixed
+# offered rate a device delivers that rate, whichever it is.
+CURVE_FIGURES = ("saturation_", "sla_", "knee_")
+
+
+def _curve_figure(name: str) -> int | None:
+    return next((i for i, p in enumerate(CURVE_FIGURES) if name.startswith(p)), None)
+
+
 def _headline_summaries(report: Report) -> list[CaseSummary]:
+    """The cases the answer shows: the headline of each case (core/headline.py), and for a
+    workload with load curves its saturation, SLA and knee rates instead of its steps."""
+    curves = {s.workload for s in report.summaries if _curve_figure(s.metric) is not None}
     return [s for s in report.summaries
-            if headline(s.metric, s.tags, s.params)
+            if ((_curve_figure(s.metric) is not None) if s.workload in curves
+                else headline(s.metric, s.tags, s.params))
             and metricinfo.comparable(s.metric, s.unit, s.tags)]
 
 
@@ -180,9 +193,11 @@ def case_answers(report: Report) -> list[CaseAnswer]:
 
     def place(a: CaseAnswer) -> tuple[object, ...]:
         s = a.summaries[0]
+        figure = _curve_figure(s.metric)
         return (work.get(a.workload, len(work)),
                 tuple((k, value_order(v)) for k, v in s.params.items()),
-                metricinfo.rank(s.metric), tuple(sorted(s.tags.items())))
+                (-1, str(figure)) if figure is not None else metricinfo.rank(s.metric),
+                tuple(sorted(s.tags.items())))
 
     return sorted(answers, key=place)
 
