@@ -8,7 +8,10 @@ elsewhere; this module keeps what changes from run to run:
 - load average (1 min) at the start and at the end;
 - CPU busy time of the whole machine during the run, less the workload's own processes
   (their user + system time): work by other processes (for pgbench this includes the
-  PostgreSQL server, which volbench does not count as the workload's own);
+  PostgreSQL server, which volbench does not count as the workload's own; kernel threads
+  that do the workload's I/O, such as the loop driver's workers, count here too, so a
+  fast loop-disk run shows some "other" CPU on a quiet machine: the load average, which
+  counts runnable tasks, is the second opinion report/noise.py also reads);
 - steal time (a virtual machine whose host is busy);
 - the CPU frequency governor and the vm.dirty_* writeback settings (they change between
   runs only when someone changes them, which is exactly what a reader must know);
