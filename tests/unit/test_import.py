@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support import DATA
 from volbench.engine.importer import import_files
 from volbench.store.db import Store
@@ -74,3 +76,17 @@ def test_dd_progress_imports_as_its_per_second_series(tmp_path: Path) -> None:
     (bw,) = [s for s in run.parsed.series if s.name == "bw"]
     assert len(bw.points) == 31 and bw.points[0] == (1.0, 6819840.0)
     assert not [m for m in run.metrics if "window" in m.tags]
+
+
+def test_the_import_command_says_which_runs_failed(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from volbench.cli.main import main
+
+    pg = DATA / "pgbench"
+    files = [pg / "15/run-c4-j2-T3-P1.stdout", pg / "15.18/error-init-missing-tablespace.stderr"]
+    assert main(["import", "--tool", "pgbench", "--target", "pg", "--db",
+                 str(tmp_path / "i.db"), *map(str, files)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("imported 2 run(s) of pgbench as target pg")
+    assert out[1] == ('run 2 is a failed run: pgbench -i failed: ERROR:  tablespace "missing" '
+                      "does not exist")

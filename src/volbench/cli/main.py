@@ -192,8 +192,11 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise VolbenchError(f"{option} {why}; name it like xfs-1disk")
     with Store(args.db) as store:
         exp_id, n = import_files(store, args.tool, args.target, args.files, args.workload)
+        failed = [r for r in store.runs([exp_id]) if r.error]
     print(f"imported {n} run(s) of {args.tool} as target {args.target} "
           f"(experiment {exp_id}) into {args.db}")
+    for run in failed:  # a failed init is stored as what it was, and said so
+        print(f"run {run.repetition} is a failed run: {run.error}")
     return 0
 
 
