@@ -158,3 +158,13 @@ def test_series_exports_carry_each_runs_seconds(tmp_path: Path) -> None:
     assert rows[0][-3:] == ["tags", "second", "value"] and len(rows) == 3
     assert rows[2][-2:] == ["2.0", "3297.0"] and rows[2][1] == "1"
     assert "series" not in plain
+
+
+def test_a_workload_without_a_headline_is_named(tmp_path: Path) -> None:
+    # IOPS of a sequential case is not its headline (throughput is), and it has none here.
+    runs = [make_run(t, {"iops": v + rep}, rep, started=rep * 10.0 + i, workload="bonnie",
+                     params={"size": "64M", "rw": "read"})
+            for rep in (1, 2, 3) for i, (t, v) in enumerate((("a", 100.0), ("b", 200.0)))]
+    text = report.render(load(make_db(tmp_path / "b.db", runs)), "table")
+    assert "bonnie: no headline metric; its 1 comparison(s) are in volbench report --details" \
+        in text

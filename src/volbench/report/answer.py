@@ -242,7 +242,7 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS) -> list[str]:
     """The answer block without its notes: per workload its first cases' lines, and how
     many more cases --details shows."""
     answers = case_answers(report)
-    if not answers:
+    if not answers and not report.verdicts:
         return []
     vs = f"each target vs {report.baseline}" if report.baseline and \
         len(report.target_order()) > 1 else "each target"
@@ -257,6 +257,12 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS) -> list[str]:
         out += case_lines(report, a, width)
     out += [f"({n} more {w} case{'s' if n > 1 else ''}: volbench report --details)"
             for w, n in hidden.items()]
+    # A workload without a headline metric (bonnie++'s columns) is still named.
+    for w in report.workloads():
+        if w not in shown:
+            compared = sum(1 for v in report.verdicts if v.candidate.workload == w)
+            out.append(f"{w}: no headline metric; its {compared} comparison(s) are in "
+                       "volbench report --details")
     return out
 
 
