@@ -280,8 +280,9 @@ def noisiest(report: Report) -> CaseSummary | None:
 
 
 def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) -> list[str]:
-    """At most MAX_NOTES lines of what matters most: the noisiest case and its likely
-    cause, then the warnings that change a conclusion; and where the rest is."""
+    """At most MAX_NOTES notes of what matters most: the noisiest case and its likely
+    cause, the time lines (a burst judged on its sustained level), then the warnings
+    that change a conclusion; and how many warnings are left to --details."""
     notes: list[str] = []
     loud = noisiest(report)
     if loud is not None:
@@ -289,11 +290,14 @@ def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) ->
         text = f"noisiest: {case_title(report, loud)} on {loud.target}: run-to-run CV {cv:.0f} %"
         cause = noise.likely_cause(report.runs, loud.run_indices)
         notes.append(f"{text}; {cause}" if cause else text)
+    # Bursts, warm-ups and steady state change what the verdicts compare (timeline.py).
+    notes += [f"time: {t.text}" for t in report.time_lines]
     serious = sorted((w for w in report.warnings if w.kind in SERIOUS),
                      key=lambda w: SERIOUS.index(w.kind))
     notes += [w.message for w in serious]
     out = [line for note in notes[:MAX_NOTES] for line in _fit(f"- {note}", width, indent=2)]
-    left = len(report.warnings) - len(serious[:MAX_NOTES - (loud is not None)])
+    shown = set(notes[:MAX_NOTES])
+    left = sum(1 for w in report.warnings if w.message not in shown)
     more = f"{left} more warning{'s' if left != 1 else ''}; " if left > 0 else ""
     if footer:
         out.append(f"{more}all metrics, summaries and time windows: volbench report --details")
