@@ -168,3 +168,18 @@ def test_a_workload_without_a_headline_is_named(tmp_path: Path) -> None:
     text = report.render(load(make_db(tmp_path / "b.db", runs)), "table")
     assert "bonnie: no headline metric; its 1 comparison(s) are in volbench report --details" \
         in text
+
+
+def test_many_cases_still_fit_the_screen(tmp_path: Path) -> None:
+    # 4 targets x 3 workloads x 5 cases each: fewer cases per workload until it fits.
+    runs = [make_run(t, {"iops": base * (1 + 0.01 * rep) * k}, rep,
+                     started=rep * 1000.0 + k * 10 + i, workload=w,
+                     params={"rw": "randread", "bs": f"{2 ** k}k"})
+            for rep in (1, 2, 3) for w in ("w1", "w2", "w3") for k in range(1, 6)
+            for i, (t, base) in enumerate((("a", 100.0), ("b", 150.0), ("c", 90.0),
+                                           ("d", 101.0)))]
+    text = report.render(load(make_db(tmp_path / "m.db", runs)), "table")
+    lines = text.splitlines()
+    assert len(lines) <= answer.MAX_LINES and max(map(len, lines)) <= answer.MAX_COLUMNS
+    assert "(4 more w1 cases: volbench report --details)" in lines
+    assert "w3 bs=2k — read IOPS" in lines

@@ -34,6 +34,8 @@ MAX_COLUMNS = 100
 # A workload with more cases than this (a load curve's steps, a parameter sweep) shows
 # the first ones and says how many more there are behind --details.
 MAX_CASES_PER_WORKLOAD = 3
+# The whole block (answers, a blank line, notes), leaving the terminal's header its lines.
+BLOCK_LINES = MAX_LINES - 4
 # Lines of "what matters most" under the answers.
 MAX_NOTES = 4
 # "~N more runs each would decide" only where N is a number a user would run; beyond it
@@ -238,9 +240,10 @@ def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> 
     return out
 
 
-def answer_lines(report: Report, width: int = MAX_COLUMNS) -> list[str]:
-    """The answer block without its notes: per workload its first cases' lines, and how
-    many more cases --details shows."""
+def answer_lines(report: Report, width: int = MAX_COLUMNS,
+                 per_workload: int = MAX_CASES_PER_WORKLOAD) -> list[str]:
+    """The answer block without its notes: per workload its first `per_workload` cases'
+    lines, and how many more cases --details shows."""
     answers = case_answers(report)
     if not answers and not report.verdicts:
         return []
@@ -250,7 +253,7 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS) -> list[str]:
     shown: dict[str, int] = {}
     hidden: dict[str, int] = {}
     for a in answers:
-        if shown.get(a.workload, 0) >= MAX_CASES_PER_WORKLOAD:
+        if shown.get(a.workload, 0) >= per_workload:
             hidden[a.workload] = hidden.get(a.workload, 0) + 1
             continue
         shown[a.workload] = shown.get(a.workload, 0) + 1
@@ -307,8 +310,16 @@ def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) ->
 def render(report: Report, width: int = MAX_COLUMNS, footer: bool = True) -> list[str]:
     """The whole answer block: answers, then what matters most (and, with `footer`, where
     the rest is); empty when there is nothing to compare or show."""
-    lines = answer_lines(report, width)
-    if not lines:
-        return []
     notes = note_lines(report, width, footer)
+    for per_workload in range(MAX_CASES_PER_WORKLOAD, 0, -1):
+        lines = answer_lines(report, width, per_workload)
+        if not lines:
+            return []
+        block = [*lines, "", *notes] if notes else lines
+        if len(block) <= BLOCK_LINES:
+            return block
+    # Many workloads: the first ones, then where the rest is, within the budget.
+    room = max(BLOCK_LINES - len(notes) - 2, 2)
+    if len(lines) > room:
+        lines = [*lines[:room - 1], "(more workloads: volbench report --details)"]
     return [*lines, "", *notes] if notes else lines
