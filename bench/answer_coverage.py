@@ -26,8 +26,8 @@ import random
 import statistics
 from collections.abc import Callable
 
-from volbench.report.answer import geometric_figure
 from volbench.stats import summarize
+from volbench.stats.geometric import geometric_figure
 
 Draw = Callable[[random.Random], float]
 

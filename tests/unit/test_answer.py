@@ -13,6 +13,7 @@ from volbench.report import answer, noise
 from volbench.report.cases import CaseSummary
 from volbench.report.verdicts import VerdictRow
 from volbench.stats import compare, summarize
+from volbench.stats.geometric import Figure, geometric_figure
 from volbench.system.host import activity
 
 
@@ -51,13 +52,13 @@ def test_geometric_figure_stays_positive_and_covers() -> None:
     sigma, trials, covered = 0.4, 4000, 0
     for _ in range(trials):
         values = [1000.0 * math.exp(rng.gauss(0.0, sigma)) for _ in range(3)]
-        fig = answer.geometric_figure(values)
+        fig = geometric_figure(values)
         assert fig is not None and fig.interval is not None
         assert 0 < fig.interval.low <= fig.centre <= fig.interval.high
         covered += fig.interval.low <= 1000.0 <= fig.interval.high
     assert 0.935 <= covered / trials <= 0.965
-    assert answer.geometric_figure([5.0]) == answer.Figure(5.0, None)
-    assert answer.geometric_figure([0.0, 10.0]) == answer.Figure(5.0, None)
+    assert geometric_figure([5.0]) == Figure(5.0, None)
+    assert geometric_figure([0.0, 10.0]) == Figure(5.0, None)
 
 
 def _busy(other: float, load: float, steal: float = 0.0) -> dict[str, object]:

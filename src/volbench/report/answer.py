@@ -13,8 +13,6 @@ interval that cannot go below zero for a rate, a bandwidth or a time.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from volbench.core import metricinfo
@@ -25,8 +23,8 @@ from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
 from volbench.report.verdicts import VerdictRow
-from volbench.stats import Interval, Verdict
-from volbench.stats.distributions import t_quantile
+from volbench.stats import Verdict
+from volbench.stats.geometric import geometric_figure
 
 # The built-in default (4 targets x 2 workloads) must fit a terminal of this size.
 MAX_LINES = 40
@@ -41,35 +39,6 @@ MAX_NOTES = 4
 # "~N more runs each would decide" only where N is a number a user would run; beyond it
 # the interval ("between -41 % and +37 %") says more.
 MAX_RUNS_ADVICE = 20
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A target's headline figure: geometric mean of its runs and its 95 % interval."""
-
-    centre: float
-    interval: Interval | None
-
-
-def geometric_figure(values: Sequence[float], confidence: float = 0.95) -> Figure | None:
-    """Geometric mean with a Student-t interval of the mean log (None without values).
-
-    Guarantees: the interval lies in (0, inf) and contains the centre; with one value, or
-    any value <= 0 (a stalled run: no log), the centre is the arithmetic mean and there
-    is no interval. Assumes independent runs, as the verdicts do; coverage is measured
-    in tests/unit/test_answer.py on lognormal runs.
-    """
-    if not values:
-        return None
-    if len(values) < 2 or min(values) <= 0:
-        return Figure(sum(values) / len(values), None)
-    logs = [math.log(v) for v in values]
-    n = len(logs)
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
-    return Figure(math.exp(mean), Interval(math.exp(mean - half), math.exp(mean + half),
-                                           confidence))
 
 
 def figure_text(summary: CaseSummary) -> str:
