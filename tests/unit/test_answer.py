@@ -184,3 +184,11 @@ def test_many_cases_still_fit_the_screen(tmp_path: Path) -> None:
     assert len(lines) <= answer.MAX_LINES and max(map(len, lines)) <= answer.MAX_COLUMNS
     assert "(4 more w1 cases: volbench report --details)" in lines
     assert "w3 bs=2k — read IOPS" in lines
+
+
+def test_one_target_shows_its_figures_without_a_baseline(tmp_path: Path) -> None:
+    runs = [make_run("only", {"iops": 100.0 + rep}, rep, started=rep * 10.0)
+            for rep in (1, 2, 3)]
+    text = report.render(load(make_db(tmp_path / "o.db", runs)), "table")
+    assert "Answer: each target (geometric mean" in text
+    assert "  only  102 op/s [99.54, 104.5]\n" in text and "baseline\n" not in text

@@ -174,6 +174,8 @@ def case_answers(report: Report) -> list[CaseAnswer]:
 
 
 def _verdict_cell(report: Report, answer: CaseAnswer, s: CaseSummary) -> str:
+    if len(report.target_order()) < 2:
+        return ""  # one target: nothing to compare, no "baseline" to name
     if s.target == report.baseline:
         return "baseline"
     row = answer.verdicts.get(s.target)
