@@ -192,3 +192,8 @@ def test_one_target_shows_its_figures_without_a_baseline(tmp_path: Path) -> None
     text = report.render(load(make_db(tmp_path / "o.db", runs)), "table")
     assert "Answer: each target (geometric mean" in text
     assert "  only  102 op/s [99.54, 104.5]\n" in text and "baseline\n" not in text
+
+
+def test_a_quiet_guest_is_not_called_a_quiet_machine() -> None:
+    quiet = [make_run("a", {"iops": 1.0}, 1, started=0.0, annotations=_busy(0.1, 0.2))]
+    assert "guest was quiet" in (noise.likely_cause(quiet, [0], in_vm=True) or "")

@@ -31,7 +31,7 @@ REPORTS = DATA / "reports"
 PG = DATA / "pgbench"
 DOC = ROOT / "docs" / "report.md"
 REGOLD = os.environ.get("VOLBENCH_REGOLD") == "1"
-STORED = ("default-experiment", "load-curve")
+STORED = ("default-experiment", "load-curve", "lab-seed001")
 
 
 def _imported(tmp_path: Path) -> Path:

@@ -25,6 +25,7 @@ from volbench.report.table import value_order
 from volbench.report.verdicts import VerdictRow
 from volbench.stats import Verdict
 from volbench.stats.geometric import geometric_figure
+from volbench.stats.windows import WINDOW_TAG
 
 # The built-in default (4 targets x 2 workloads) must fit a terminal of this size.
 MAX_LINES = 40
@@ -119,9 +120,12 @@ def _headline_summaries(report: Report) -> list[CaseSummary]:
     """The cases the answer shows: the headline of each case (core/headline.py), and for a
     workload with load curves its saturation, SLA and knee rates instead of its steps."""
     curves = {s.workload for s in report.summaries if _curve_figure(s.metric) is not None}
+    # Burst / warm-up windows are details (the verdicts judge the sustained level and the
+    # time lines below the answers say so); the answer keeps one line per case.
     return [s for s in report.summaries
             if ((_curve_figure(s.metric) is not None) if s.workload in curves
                 else headline(s.metric, s.tags, s.params))
+            and WINDOW_TAG not in s.tags
             and metricinfo.comparable(s.metric, s.unit, s.tags)]
 
 
@@ -262,7 +266,8 @@ def note_lines(report: Report, width: int = MAX_COLUMNS, footer: bool = True) ->
     if loud is not None:
         cv = (loud.summary.cv or 0.0) * 100.0
         text = f"noisiest: {case_title(report, loud)} on {loud.target}: run-to-run CV {cv:.0f} %"
-        cause = noise.likely_cause(report.runs, loud.run_indices)
+        cause = noise.likely_cause(report.runs, loud.run_indices,
+                                   in_vm=bool(report.environment.get("lab")))
         notes.append(f"{text}; {cause}" if cause else text)
     # Bursts, warm-ups and steady state change what the verdicts compare (timeline.py).
     notes += [f"time: {t.text}" for t in report.time_lines]

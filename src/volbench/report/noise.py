@@ -79,10 +79,13 @@ def _changed(records: Sequence[tuple[int, Mapping[str, Any]]]) -> str | None:
     return None
 
 
-def likely_cause(runs: Sequence[RunResult], indices: Sequence[int]) -> str | None:
+def likely_cause(runs: Sequence[RunResult], indices: Sequence[int], *,
+                 in_vm: bool = False) -> str | None:
     """The likely cause of disagreement between the runs at `indices` (positions in
     `runs`), in words, or None when the runs carry no activity records. When the machine
-    was quiet throughout, says so: the spread is then the target's own."""
+    was quiet throughout, says so: the spread is then the target's own. In a VM (`in_vm`,
+    the lab) the records are the guest's: a busy host shows only as steal time, which an
+    emulated guest does not report, so a quiet guest is not called a quiet machine."""
     records = []
     for i in indices:
         found = _activity(runs[i]) if 0 <= i < len(runs) else None
@@ -93,4 +96,6 @@ def likely_cause(runs: Sequence[RunResult], indices: Sequence[int]) -> str | Non
     causes = [c for c in (_company(records), _steal(records), _changed(records)) if c]
     if causes:
         return "likely cause: " + "; ".join(causes)
+    if in_vm:
+        return "the guest was quiet during these runs (a VM cannot see its host's load)"
     return "the machine was quiet during these runs: the spread is the target's own"
