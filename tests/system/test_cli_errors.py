@@ -121,7 +121,7 @@ def test_a_report_skips_a_stored_infinite_value_naming_the_run(
     with con:
         con.execute("UPDATE metrics SET value = 9e999 WHERE name = 'iops' AND run_id = 1")
     con.close()
-    assert main(["report", "--db", str(results)]) == 0
+    assert main(["report", "--db", str(results), "--details"]) == 0
     out = capsys.readouterr().out
     assert ("run 1 (t / fio, repetition 1): iops (op=read): inf is not a finite number; left "
             "out of this report (the stored value cannot be a measurement: re-run or delete "

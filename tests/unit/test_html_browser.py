@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import browser
-from support import load, make_db, make_run, need, tool
+from support import DATA, load, make_db, make_run, need, tool
 from volbench import report
 from volbench.cli.main import main
 from volbench.core.model import Histogram, Parsed, RunResult, Series, Status
@@ -193,3 +193,26 @@ def test_report_for_the_rich_database_warns(tmp_path: Path) -> None:
     assert {"failed-runs", "stall"} <= kinds
     text = report.render(rep, "table")
     assert "1 run(s) did not finish OK (1 timeout)" in text
+
+
+def test_the_answer_opens_the_html_report_in_chromium(tmp_path: Path) -> None:
+    """The stored default experiment's page opens with the answer block, whole and not
+    wider than a 1280-pixel window, the same lines the terminal shows (without its hint)."""
+    _chromium()
+    db = tmp_path / "d.db"
+    db.write_bytes((DATA / "reports" / "default-experiment.db").read_bytes())
+    out = tmp_path / "answer.html"
+    assert main(["report", "--db", str(db), "--format", "html", "-o", str(out)]) == 0
+    golden = (DATA / "reports" / "default-experiment.answer.txt").read_text()
+    block = golden.split("\n\n", 1)[1].rsplit("\n", 2)[0]  # no header, no --details hint
+    with browser.page(timeout=60) as page:
+        page.call("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+                  deviceScaleFactor=1, mobile=False)
+        page.open(out.as_uri())
+        first = page.evaluate("document.querySelector('section').id")
+        text = page.evaluate("document.querySelector('#answer pre.answer').textContent")
+        fits = page.evaluate("""(() => { const p = document.querySelector('#answer pre');
+            return p.scrollWidth <= p.clientWidth; })()""")
+        assert page.console_errors() == []
+    assert first == "answer" and text == block and fits
+    assert _leftover_browsers() == []

@@ -38,13 +38,14 @@ def test_walk_follows_the_outline_flat_or_grouped_per_workload() -> None:
     assert flat == [p.key if not p.per_workload else f"{p.key}:None" for p in OUTLINE]
     grouped = walk(rec, rep, opts, grouping=rec)  # type: ignore[arg-type]
     group = [p.key for p in OUTLINE if p.per_workload]
-    assert grouped[:3] == ["verdicts", "warnings", "percent"]
-    assert grouped[3:3 + 2 * (len(group) + 2)] == [
+    assert grouped[:4] == ["answer", "verdicts", "warnings", "percent"]
+    assert grouped[4:4 + 2 * (len(group) + 2)] == [
         "<w>", *(f"{k}:w" for k in group), "</w>", "<v>", *(f"{k}:v" for k in group), "</v>"]
     assert grouped[-2:] == ["runs", "environment"]
     brief = walk(rec, rep, opts, brief=True)  # type: ignore[arg-type]
-    assert brief == ["verdicts", "warnings", "summary:None", "curves:None"]
-    assert [p.key for p in parts(brief=True)] == ["verdicts", "warnings", "summary", "curves"]
+    assert brief == ["answer", "verdicts", "warnings", "summary:None", "curves:None"]
+    assert [p.key for p in parts(brief=True)] == ["answer", "verdicts", "warnings", "summary",
+                                                  "curves"]
 
 
 def _db(tmp_path: Path) -> Path:
@@ -59,12 +60,12 @@ def test_markdown_and_html_put_the_sections_in_the_outlines_order(tmp_path: Path
     rep = load(_db(tmp_path))
     md = report.render(rep, "markdown")
     heads = re.findall(r"^## (\S+)", md, re.M)
-    assert heads == ["Headline:", "Verdicts:", "Warnings", "%", "Summary", "Per-run", "Runs",
-                     "Environment"]
+    assert heads == ["Answer", "Headline:", "Verdicts:", "Warnings", "%", "Summary", "Per-run",
+                     "Runs", "Environment"]
     page = report.render(rep, "html")
     sections = re.findall(r'<section id="([^"]+)">', page)
-    assert sections == ["verdicts", "warnings", "percent", "workload-w", "workload-v", "runs",
-                        "environment"]
+    assert sections == ["answer", "verdicts", "warnings", "percent", "workload-w", "workload-v",
+                        "runs", "environment"]
     # Within each workload: summary before per-run values, as in Markdown.
     w = page[page.index('id="workload-w"'):page.index('id="workload-v"')]
     assert w.index("<h3>Summary</h3>") < w.index("Per-run values")
@@ -75,6 +76,6 @@ def test_markdown_and_html_put_the_sections_in_the_outlines_order(tmp_path: Path
 
 
 def test_the_terminal_shows_the_brief_sections_only(tmp_path: Path) -> None:
-    text = report.render(load(_db(tmp_path)), "table")
+    text = report.render(load(_db(tmp_path)), "table", ReportOptions(details=True))
     assert "Verdicts: each target vs a" in text and "\nSummary\n" in text
     assert "% of a" not in text and "Per-run" not in text and "Environment" not in text

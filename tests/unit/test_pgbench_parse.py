@@ -526,3 +526,46 @@ def test_parse_output_combines_summary_progress_logs_and_cache_facts() -> None:
     (tps,) = [m for m in parsed.metrics if m.name == "tps"]
     assert "shared_buffers" in tps.note
     assert len(series(parsed.series, "tps")) == 3
+
+
+# -- imports never mislead (issue 22) -------------------------------------------------------
+
+def test_a_failed_init_imports_as_a_failed_run_with_its_message(tmp_path: Path) -> None:
+    # Real pgbench 15.18 -i outputs that failed: after generating rows (figures printed), and
+    # before any table existed (tests/data/pgbench/15.18/*.cmd say how each was made to fail).
+    files = [PG / "15.18/error-init-primary-keys-exist.stderr",
+             PG / "15.18/error-init-missing-tablespace.stderr"]
+    with Store(tmp_path / "f.db") as store:
+        exp_id, n = import_files(store, "pgbench", "x", files)
+        runs = store.runs([exp_id])
+    assert n == 2 and [str(r.status) for r in runs] == ["failed", "failed"]
+    assert runs[0].error == ("pgbench -i failed: ERROR:  multiple primary keys for table "
+                             "\"pgbench_branches\" are not allowed")
+    assert runs[0].params == {"mode": "init", "scale": 2} and runs[0].metrics == ()
+    assert 'tablespace "missing" does not exist' in runs[1].error
+
+
+def test_init_failure_is_none_for_finished_inits_and_run_errors() -> None:
+    for case in ("15/init-s2.stderr", "12.22/init-s2.stderr", "15/error-missing-database.stderr",
+                 "15/run-c4-j2-T3-P1.stderr"):
+        assert pp.init_failure((PG / case).read_text()) is None, case
+    bad_step = (PG / "12.22/error-init-server-side-G.stderr").read_text()
+    assert pp.init_failure(bad_step) == 'unrecognized initialization step "G"'
+
+
+def test_progress_lines_alone_import_with_their_series_and_mean(tmp_path: Path) -> None:
+    # stderr of a real -P 1 run without its stdout summary: 2992.7, 3297.0, 3489.3 tps.
+    with Store(tmp_path / "p.db") as store:
+        exp_id, _ = import_files(store, "pgbench", "x", [PG / "15/run-c4-j2-T3-P1.stderr"])
+        (run,) = store.runs([exp_id], series=True)
+    assert str(run.status) == "ok" and run.params == {"mode": "run"}
+    tps = next(m for m in run.metrics if m.name == "tps")
+    assert tps.value == pytest.approx((2992.7 + 3297.0 + 3489.3) / 3)
+    assert "mean of 3 progress interval(s)" in tps.note
+    lat = next(m for m in run.metrics if m.name == "latency_avg")
+    weights = (2992.7, 3297.0, 3489.3)
+    expect = sum(w * v for w, v in zip(weights, (1.324, 1.214, 1.144), strict=True)) / sum(weights)
+    assert lat.value == pytest.approx(expect * 1e-3)
+    assert [p[1] for p in next(s for s in run.parsed.series if s.name == "tps").points] == \
+        list(weights)
+

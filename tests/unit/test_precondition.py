@@ -176,7 +176,7 @@ def test_compare_warns_when_the_states_differ(tmp_path: Path,
     md = capsys.readouterr().out
     assert ("- ssd: preconditioned: discard 250 ms; fill 2x whole device, 2 GiB in 21.0 s; "
             "thin pool 98.5 % full when built; thin pool 98.5 % full as runs started") in md
-    assert main(["report", "--db", str(fresh)]) == 0
+    assert main(["report", "--db", str(fresh), "--details"]) == 0
     assert "target ssd: fresh" in capsys.readouterr().out
     assert main(["report", "--db", str(pre), "--format", "html", "-o",
                  str(tmp_path / "r.html")]) == 0

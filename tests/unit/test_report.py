@@ -88,15 +88,45 @@ c       v               lat_mean  read  6      1 ms              [1 ms, 1 ms]   
 """
 
 
+ANSWER = """\
+Answer: each target vs a (geometric mean of runs [95 % interval]; verdict in words)
+w — read IOPS
+  a  100 op/s [100, 100]  baseline
+  b  110 op/s [110, 110]  1.1× faster [1.1, 1.1]
+v — read IOPS
+  c  99.79 op/s [92.63, 107.5]  no baseline to compare with
+
+- noisiest: v — read IOPS on c: run-to-run CV 7 %
+"""
+TERMINAL_ANSWER = f"""\
+experiment 1: demo (done)
+baseline: a; practical threshold ±2 %; runs per case: 3–6
+
+{ANSWER}all metrics, summaries and time windows: volbench report --details
+"""
+
+
 def test_terminal_exact(tmp_path: Path) -> None:
     text = report.render(load(demo(tmp_path)), "table")
-    assert text == TERMINAL
+    assert text == TERMINAL_ANSWER
 
 
-MARKDOWN = """\
+def test_terminal_details_exact(tmp_path: Path) -> None:
+    text = report.render(load(demo(tmp_path)), "table", ReportOptions(details=True))
+    first, rest = TERMINAL.split("\n\n", 1)
+    answer = TERMINAL_ANSWER.split("\n\n", 1)[1].rsplit("\n", 2)[0]  # no "--details" hint
+    assert text == f"{first}\n\n{answer}\n\n{rest}"
+
+
+MARKDOWN = f"""\
 # demo
 
 baseline **a**; practical threshold ±2 % (lat_mean ±5 % set in the experiment); ratios of geometric means (arithmetic means shown where they read differently); one headline verdict at 5 %; runs per case: 3–6.
+
+## Answer
+
+```text
+{ANSWER}```
 
 ## Headline: each target vs a (IOPS for random I/O, bandwidth for sequential, tps, real/other for jobs)
 
@@ -214,7 +244,7 @@ def test_another_baseline_without_rerunning(tmp_path: Path,
     assert iops.target == "a" and iops.comparison is not None
     assert iops.comparison.ratio == pytest.approx(100 / 110)
     assert main(["report", "--db", str(db), "--baseline", "b"]) == 0
-    assert "Verdicts: each target vs b" in capsys.readouterr().out
+    assert "Answer: each target vs b" in capsys.readouterr().out
     assert main(["report", "--db", str(db), "--baseline", "bb"]) == 1
     assert capsys.readouterr().err.strip() == (
         "volbench: baseline bb: no target of that name in these results (targets: a, b, c); "
@@ -291,7 +321,7 @@ def test_adaptive_repetition_verdicts_are_looks_of_the_sequential_design(
     (row,) = adaptive.verdicts
     assert row.verdict == "inconclusive" and row.comparison is not None
     assert row.comparison.look == 1
-    text = report.render(adaptive, "table")
+    text = report.render(adaptive, "table", ReportOptions(details=True))
     assert "pocock group-sequential design over 18 looks (3–20 runs)" in text
 
 

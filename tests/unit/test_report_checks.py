@@ -78,7 +78,8 @@ def test_two_runs_with_big_spread_are_inconclusive_with_runs_needed(tmp_path: Pa
                                "run-to-run CV 28 %: decide with longer runs")
     assert v.comparison.runs_needed == 1000 and v.comparison.runs_needed_capped
     assert any(w.kind == "few-runs" for w in rep.warnings)
-    assert report.render(rep, "table").count("runs per side needed") == 1
+    details = ReportOptions(details=True)
+    assert report.render(rep, "table", details).count("runs per side needed") == 1
 
 
 def test_threshold_per_metric_comes_from_the_experiment(tmp_path: Path) -> None:

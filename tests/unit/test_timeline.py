@@ -76,7 +76,7 @@ def test_bursting_target_is_judged_on_its_sustained_level(tmp_path: Path) -> Non
     data = json.loads(JsonExporter().render(rep, ReportOptions()))
     assert data["time"] == [{"target": "bursty", "workload": "w", "params": line.params,
                              "text": line.text}]
-    assert f"time: {line.text}" in TerminalExporter().render(rep, ReportOptions())
+    assert f"time: {line.text}" in TerminalExporter().render(rep, ReportOptions(details=True))
 
 
 def test_equal_bursts_are_no_refill_and_a_flat_target_has_no_time_line(tmp_path: Path) -> None:

@@ -146,7 +146,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                       f"{store.count_runs(row.id)} runs")
             return 0
         options = report.ReportOptions(tuple(args.metrics) if args.metrics else None,
-                                       baseline=args.baseline)
+                                       baseline=args.baseline, details=args.details,
+                                       series=args.series)
         rep = _report_for(store, _experiment_ids(store, args.experiment), options)
         if args.charts is not None:
             charts = report.write_charts(rep, options, args.charts)
@@ -191,8 +192,11 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise VolbenchError(f"{option} {why}; name it like xfs-1disk")
     with Store(args.db) as store:
         exp_id, n = import_files(store, args.tool, args.target, args.files, args.workload)
+        failed = [r for r in store.runs([exp_id]) if r.error]
     print(f"imported {n} run(s) of {args.tool} as target {args.target} "
           f"(experiment {exp_id}) into {args.db}")
+    for run in failed:  # a failed init is stored as what it was, and said so
+        print(f"run {run.repetition} is a failed run: {run.error}")
     return 0
 
 
@@ -392,6 +396,11 @@ def parser() -> argparse.ArgumentParser:
                      help="compare every target with this one (default: the experiment's "
                      "baseline:, else its first target)")
     rep.add_argument("--list", action="store_true", help="list the stored experiments")
+    rep.add_argument("--details", action="store_true",
+                     help="terminal: after the answer, every verdict, warning and summary "
+                     "(the Markdown and HTML reports always have them)")
+    rep.add_argument("--series", action="store_true",
+                     help="csv, json: each run's per-second series too")
     rep.add_argument("--charts", type=Path, metavar="DIR",
                      help="also write every chart as an SVG file into DIR")
     rep.add_argument("--png", action="store_true",

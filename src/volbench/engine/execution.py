@@ -20,6 +20,7 @@ from volbench.core.model import Params, Parsed, RunResult, Status
 from volbench.stats.windows import with_windows
 from volbench.system import proc
 from volbench.system.block import cgroups, diskstats, space
+from volbench.system.host import activity
 from volbench.targets.base import Built
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
@@ -111,7 +112,10 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         listed = space.entries(built.path)  # to remove a workload's files if they did not fit
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
+        busy = activity.snapshot()  # what else the machine does: report/noise.py reads it
         done = run_invocation(inv, built, tracker)
+        annotations["activity"] = activity.record(busy, activity.snapshot(),
+                                                  done.user_time + done.sys_time, built.cgroup)
         annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
         if built.cgroup:
             after = cgroups.serviced(built.cgroup)

@@ -9,17 +9,19 @@ spellings volbench's own runs use, so imported and new runs of one case line up.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from volbench.core import units, valuecheck
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Parsed, RunResult, Scalar, Status
+from volbench.stats.windows import with_windows
 from volbench.store.db import Store
-from volbench.workloads import bonnie, dd, fio, hdparm, pgbench_parse
+from volbench.workloads import bonnie, dd, fio, fiologs, hdparm, pgbench_parse
 from volbench.workloads.shape import SHAPE_ERRORS, shape_message
 
 # Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
@@ -32,6 +34,9 @@ class Imported:
     params: dict[str, Scalar]
     parsed: Parsed
     started: float | None = None
+    # Non-empty: the output is of a run that failed (a pgbench init's error): stored as a
+    # failed run with this message, never as a finished one.
+    failure: str = ""
 
 
 def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
@@ -89,9 +94,15 @@ def import_hdparm(text: str, source: str) -> Imported:
 
 
 def import_pgbench(text: str, source: str) -> Imported:
-    """A pgbench run's summary (with its -P progress lines if stderr is in the file too) or
-    a pgbench -i output; 9.4 to 16 formats. Parameters are read back from the header."""
-    params, parsed = pgbench_parse.parse_any(text, source)
+    """A pgbench run's summary (with its -P progress lines if stderr is in the file too),
+    its progress lines alone, or a pgbench -i output; 9.4 to 18 formats. Parameters are
+    read back from the header. A failed init is a failed run with pgbench's message."""
+    try:
+        params, parsed = pgbench_parse.parse_any(text, source)
+    except pgbench_parse.InitFailed as exc:
+        scale = pgbench_parse.init_scale(text)
+        return Imported({"mode": "init", **({"scale": scale} if scale else {})}, Parsed(),
+                        failure=f"pgbench -i failed: {exc.detail}")
     return Imported(params, parsed)
 
 
@@ -101,17 +112,51 @@ IMPORTERS.update({"bonnie++": import_bonnie, "dd": import_dd, "hdparm": import_h
 IMPORTERS["pgbench"] = import_pgbench
 
 
-def read_output(tool: str, text: str, source: str) -> Imported:
-    """One file's run, or a ParseError naming the file and what is wrong in it."""
+def fio_logs_beside(path: Path) -> dict[str, str]:
+    """fio's per-second logs written beside a JSON file by a job with
+    `write_iops_log=<stem>` (and bw, lat, hist alike): `run1.json` takes `run1_iops.1.log`,
+    `run1_bw.1.log`, `run1_lat.1.log`, `run1_clat_hist.1.log` (or a live run's logs kept
+    as `run1.fio_iops.1.log` …), renamed to the names a live run keeps (`fio_iops.1.log`).
+    Logs of another stem are never taken."""
+    found: dict[str, str] = {}
+    pattern = re.compile(rf"^{re.escape(path.stem)}(?:_|\.{fiologs.LOG_PREFIX}_)"
+                         r"(iops|bw|lat|clat_hist)\.(\d+)\.log$")
+    for other in sorted(path.parent.iterdir()) if path.parent.is_dir() else []:
+        m = pattern.match(other.name)
+        if m and other.is_file() and other.stat().st_size <= MAX_FILE_BYTES:
+            found[f"{fiologs.LOG_PREFIX}_{m.group(1)}.{m.group(2)}.log"] = \
+                other.read_text(errors="replace")
+    return found
+
+
+def with_fio_logs(imported: Imported, logs: Mapping[str, str]) -> Imported:
+    """The fio run with the series of its per-second logs and their window percentiles,
+    as a live run has them (workloads/fio.py parse_output)."""
+    if not logs:
+        return imported
+    series = fiologs.parse_logs(logs)
+    extra = fiologs.window_percentiles(logs, series)
+    parsed = imported.parsed
+    return replace(imported, parsed=Parsed(parsed.metrics + tuple(extra),
+                                           parsed.series + series, parsed.histograms))
+
+
+def read_output(tool: str, text: str, source: str,
+                logs: Mapping[str, str] | None = None) -> Imported:
+    """One file's run, or a ParseError naming the file and what is wrong in it; `logs`
+    are fio's per-second logs found beside the file (fio_logs_beside)."""
     try:
         imported = IMPORTERS[tool](text, source)
+        imported = with_fio_logs(imported, logs or {})
     except ParseError as exc:
         raise ParseError(tool, source, f"{exc.detail}; is this {tool} output?"
                          + IMPORT_HINTS.get(tool, "")) from exc
     except SHAPE_ERRORS as exc:  # reading back parameters (fio's job options, …)
         raise ParseError(tool, source, shape_message(exc)) from exc
     _check_values(tool, source, imported)
-    return imported
+    # The same per-second analysis as a live run (engine/execution.py): burst / warm-up
+    # windows from the series the output carries.
+    return replace(imported, parsed=with_windows(imported.parsed))
 
 
 def _check_values(tool: str, source: str, imported: Imported) -> None:
@@ -132,7 +177,7 @@ def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
     if tool not in IMPORTERS:
         raise VolbenchError(f"cannot import {tool} output; importable tools: "
                             f"{', '.join(sorted(IMPORTERS))}")
-    results: list[tuple[Path, str, Imported]] = []
+    results: list[tuple[Path, str, Imported, dict[str, str]]] = []
     for path in files:
         try:
             with path.open("rb") as f:
@@ -143,18 +188,20 @@ def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
             raise VolbenchError(f"{path} is larger than {MAX_FILE_BYTES // 1024**2} MiB; is "
                                 f"this {tool} output?")
         text = data.decode(errors="replace")
-        results.append((path, text, read_output(tool, text, str(path))))
+        logs = fio_logs_beside(path) if tool == "fio" else {}
+        results.append((path, text, read_output(tool, text, str(path), logs), logs))
     document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,
                                                        "files": [str(p) for p in files]}}
     env = {"imported": True, "importer_host": os.uname().nodename}
     exp_id = store.begin_experiment(f"import:{target}", f"import-{time.time()}", document, env,
                                     None)
     store.save_target(exp_id, target, "imported", "imported", {"files": [str(p) for p in files]})
-    for i, (path, text, imp) in enumerate(results, 1):
+    for i, (path, text, imp, logs) in enumerate(results, 1):
         stamp = imp.started if imp.started is not None else path.stat().st_mtime
         store.save_run(exp_id, RunResult(
             target=target, workload=workload or tool, params=imp.params, repetition=i,
-            status=Status.OK, started=stamp, ended=stamp, parsed=imp.parsed,
-            outputs={path.name: text}, annotations={"imported_from": str(path)}))
+            status=Status.FAILED if imp.failure else Status.OK, started=stamp, ended=stamp,
+            parsed=imp.parsed, error=imp.failure, outputs={path.name: text, **logs},
+            annotations={"imported_from": str(path)}))
     store.set_status(exp_id, "done")
     return exp_id, len(results)

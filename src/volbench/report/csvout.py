@@ -1,4 +1,5 @@
-"""CSV: one row per metric per run (long format), numbers in base units."""
+"""CSV: one row per metric per run (long format), numbers in base units; with --series,
+one row per second of each run's series instead (report/seriesout.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import csv
 import io
 
 from volbench.core.model import canonical_json, params_key
+from volbench.report import seriesout
 from volbench.report.data import Report, measured
 from volbench.report.options import ReportOptions
 
@@ -20,6 +22,10 @@ class CsvExporter:
     def render(self, report: Report, options: ReportOptions) -> str:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
+        if options.series:
+            writer.writerow(seriesout.CSV_COLUMNS)
+            writer.writerows(seriesout.series_rows(report))
+            return buf.getvalue()
         writer.writerow(COLUMNS)
         exp_name = report.experiments[-1].name if report.experiments else ""
         wanted = set(options.metrics) if options.metrics and "all" not in options.metrics \

@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import charts, curveview, targetstate
+from volbench.report import answer, charts, curveview, targetstate
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.outline import OUTLINE, walk
@@ -151,6 +151,13 @@ class _Page:
         return ["</section>"]
 
     # -- sections, in the outline's order ---------------------------------------------
+    def answer(self, report: Report, options: ReportOptions) -> list[str]:
+        block = answer.render(report, footer=False)
+        if not block:
+            return []
+        return self._section("answer", "Answer",
+                             [f'<pre class="answer">{esc(chr(10).join(block))}</pre>'])
+
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         table = verdict_table(report, options.metrics)
         out: list[str] = []

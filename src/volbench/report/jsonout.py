@@ -3,8 +3,8 @@
 {"experiment": …, "environment": …, "runs": [{"target", "workload", "params",
 "repetition", "status", "metrics": [{"name", "value", "unit", "tags"}]}],
 "summaries": […]} plus "baseline", "thresholds", "verdicts", "warnings" and
-"percentiles". Values are in base units (B, s, op/s, B/s, tx/s); ratios are
-candidate / baseline.
+"percentiles"; with --series, "series": each run's per-second series (seriesout.py).
+Values are in base units (B, s, op/s, B/s, tx/s); ratios are candidate / baseline.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from volbench.core.headline import headline
+from volbench.report import seriesout
 from volbench.report.curveview import curves_json
 from volbench.report.data import CaseSummary, Report
 from volbench.report.options import ReportOptions
@@ -188,5 +189,8 @@ class JsonExporter:
     def render(self, report: Report, options: ReportOptions) -> str:
         # Compact on purpose: json.dumps with indent runs the pure-Python encoder, ~10×
         # slower on a large database (pretty-print with `jq .` or `python -m json.tool`).
-        head = json.dumps(report_json(report), separators=(",", ":"), default=str)
+        doc = report_json(report)
+        if options.series:  # per-second series of every run (report/seriesout.py)
+            doc["series"] = seriesout.series_json(report)
+        head = json.dumps(doc, separators=(",", ":"), default=str)
         return "".join([head[:-1], ',"runs":', *runs_pieces(report), "}\n"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from volbench.report import targetstate
+from volbench.report import answer, targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -55,6 +55,10 @@ class MarkdownExporter:
         return "\n".join(parts + walk(self, report, options))
 
     # -- sections, in the outline's order ---------------------------------------------
+    def answer(self, report: Report, options: ReportOptions) -> list[str]:
+        block = answer.render(report, footer=False)
+        return ["## Answer", "", "```text", *block, "```", ""] if block else []
+
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         parts: list[str] = []
         headlines = headline_table(report, options.metrics)

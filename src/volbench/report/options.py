@@ -19,3 +19,8 @@ class ReportOptions:
     # HTML: most time-series charts per workload, and runs drawn per target in each.
     max_series_charts: int = 24
     max_series_runs: int = 5
+    # Terminal: the answer block only (False), or with every brief section after it
+    # (`volbench report --details`). Files (Markdown, HTML, CSV, JSON) keep everything.
+    details: bool = False
+    # CSV and JSON: each run's per-second series too (`volbench report --series`).
+    series: bool = False

@@ -31,6 +31,8 @@ class Part:
 
 
 OUTLINE: tuple[Part, ...] = (
+    # The answer first (report/answer.py): one line per target, the verdict in words.
+    Part("answer", "Answer", brief=True),
     # the headline table, verdicts, time lines (and, in the terminal, which has no
     # environment section, the state each target was measured in)
     Part("verdicts", "Verdicts", brief=True),
@@ -49,6 +51,7 @@ OUTLINE: tuple[Part, ...] = (
 class Renderer(Protocol):
     """One format's rendering of each section; `workload` is None in a flat format."""
 
+    def answer(self, report: Report, options: ReportOptions) -> list[str]: ...
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]: ...
     def warnings(self, report: Report, options: ReportOptions) -> list[str]: ...
     def percent(self, report: Report, options: ReportOptions) -> list[str]: ...

@@ -1,8 +1,9 @@
-"""Plain-text tables for the terminal: verdicts first, then warnings, then the summary."""
+"""The terminal report: the answer block (report/answer.py) first; with --details, the
+verdict tables, warnings and summary after it."""
 
 from __future__ import annotations
 
-from volbench.report import targetstate
+from volbench.report import answer, targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -15,6 +16,7 @@ from volbench.report.table import (
     threshold_note,
     verdict_table,
 )
+from volbench.report.verdicts import DEFAULT_THRESHOLD
 
 
 def render_table(table: Table) -> str:
@@ -33,11 +35,15 @@ def render_table(table: Table) -> str:
     return "\n".join(out)
 
 
-def header_lines(report: Report) -> list[str]:
+def header_lines(report: Report, details: bool = True) -> list[str]:
+    """Which experiments, the baseline and runs per case; with `details`, the threshold
+    and what the verdicts' intervals and error rates cover (the answer block says less)."""
     lines = [f"experiment {e.id}: {e.name} ({e.status})" for e in report.experiments]
     facts = [runs_note(report)]
     if report.baseline and len(report.target_order()) > 1:
-        facts = [f"baseline: {report.baseline}", threshold_note(report), *facts]
+        rule = threshold_note(report) if details else \
+            f"practical threshold ±{DEFAULT_THRESHOLD * 100:g} %"
+        facts = [f"baseline: {report.baseline}", rule, *facts]
     lines.append("; ".join(facts))
     return lines
 
@@ -49,9 +55,19 @@ class TerminalExporter:
     extension = "txt"
 
     def render(self, report: Report, options: ReportOptions) -> str:
-        return "\n".join(header_lines(report) + walk(self, report, options, brief=True)) + "\n"
+        """The answer block alone; with --details (or when there is no answer to give),
+        every brief section of the outline, the answer first."""
+        block = self.answer(report, options)
+        full = options.details or not block
+        lines = header_lines(report, full)
+        lines += walk(self, report, options, brief=True) if full else block
+        return "\n".join(lines) + "\n"
 
     # -- sections, in the outline's order (the brief ones) ----------------------------
+    def answer(self, report: Report, options: ReportOptions) -> list[str]:
+        block = answer.render(report, footer=not options.details)
+        return ["", *block] if block else []
+
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         parts: list[str] = []
         headlines = headline_table(report, options.metrics)

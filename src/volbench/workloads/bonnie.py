@@ -84,7 +84,12 @@ LAYOUTS: dict[int, tuple[str, ...]] = {
     ),
 }
 LAYOUT_OF_VERSION = {"1.96": 48, "1.97": 48, "1.98": 50}
+# bonnie++ 1.0x (1.02, 1.03a-e): no version fields, no latencies; 27 fields from the
+# machine name on. Its rows have their own layout even in a file that mixes versions.
+LAYOUT_103 = ("name", "file_size", *_results(IO_TESTS), "num_files", *_results(FILE_TESTS))
 _VERSION = re.compile(r"^\d+\.\d+\w*$")
+# 1.0x's size field: "500M", "1G:32k" (size:chunk), or empty with -s 0.
+_SIZE_103 = re.compile(r"^(?:\d+[KMGT]?(?::\d+[kKmM]?)?)?$")
 _LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s)$")
 _LATENCY_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -241,18 +246,36 @@ def working_set(spec: BonnieSpec, params: Params) -> int | None:
 # -- parsing ------------------------------------------------------------------------------
 
 
+def _is_103(fields: list[str]) -> bool:
+    """A bonnie++ 1.0x row: 27 fields, a size (or nothing) second, the rest results."""
+    return (len(fields) == len(LAYOUT_103) and bool(_SIZE_103.match(fields[1]))
+            and not _VERSION.match(fields[0])
+            and all(_RESULT.match(f) for f in fields[2:14] + fields[15:]))
+
+
+_RESULT = re.compile(r"^(?:\d+(?:\.\d+)?|\++)?$")
+
+
 def _rows(text: str) -> list[list[str]]:
-    """CSV result rows: lines whose first field is a format version (skips header and table)."""
+    """CSV result rows: lines whose first field is a format version (1.96 on), or 1.0x rows
+    (skips header lines and the human-readable table)."""
     rows = []
     for line in text.splitlines():
         fields = line.strip().split(",")
-        if len(fields) > 20 and _VERSION.match(fields[0]):
+        if (len(fields) > 20 and _VERSION.match(fields[0])) or _is_103(fields):
             rows.append(fields)
     return rows
 
 
 def map_row(fields: list[str], source: str) -> dict[str, str]:
-    """Field name -> text for one CSV row, by layout (format version checked against width)."""
+    """Field name -> text for one CSV row, by layout (format version checked against width;
+    a 1.0x row has no version and no latency fields: those read as empty)."""
+    if _is_103(fields):
+        row = dict.fromkeys(LAYOUTS[48], "")
+        row.update(zip(LAYOUT_103, fields, strict=True))
+        row["file_size"] = row["file_size"].split(":", 1)[0]
+        row["format_version"] = "1.0x"
+        return row
     version = fields[0]
     width = LAYOUT_OF_VERSION.get(version, len(fields))
     if width not in LAYOUTS or len(fields) != width:
@@ -360,8 +383,9 @@ def params_of(text: str, source: str = "bonnie++ output") -> dict[str, Scalar]:
     if row["file_size"]:
         params["size"] = size_text(units.parse_size(row["file_size"]))
         params["per_char"] = bool(row["putc"])
-    if row["num_files"].isdigit():
-        params["files"] = int(row["num_files"])
+    files = row["num_files"].split(":", 1)[0]  # 1.0x: "16:100000:10/64"
+    if files.isdigit():
+        params["files"] = int(files)
     return params
 
 

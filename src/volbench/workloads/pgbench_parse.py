@@ -25,7 +25,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench.core.errors import ParseError
@@ -208,11 +208,84 @@ def params_from_header(header: Mapping[str, str]) -> dict[str, Scalar]:
     return params
 
 
+class InitFailed(ParseError):
+    """The output is of a pgbench -i that failed; `detail` is the message that stopped it
+    (an import stores it as a failed run with that message)."""
+
+
+# What pgbench -i prints before its steps (any version): the output is an init's.
+_INIT_MARKS = ("dropping old tables", "creating tables", "generating data",
+               "creating primary keys", "vacuuming", "tuples (")
+# A line that stops pgbench: its own errors and the server's (pgbench 9.4-12 print the
+# server's ERROR line bare, 13+ after "pgbench: error:"; a bad -I step has its own words).
+_STOPPED = re.compile(r"(?:^pgbench: (?:error|fatal): |\bERROR:\s|^unrecognized initialization "
+                      r"step )")
+
+
+def init_failure(text: str) -> str | None:
+    """The message that stopped a pgbench -i, or None when the text is not a failed init.
+
+    An init output (its step lines, row progress or `done in`) with an error line is a
+    failed init, even when rows and step times came before the error: those figures
+    are of an init that did not finish and must never stand as a finished one's."""
+    lines = [line.strip() for line in text.splitlines()]
+    errors = [line for line in lines if _STOPPED.search(line)]
+    if not errors:
+        return None
+    looks_init = any(mark in line for line in lines for mark in _INIT_MARKS) or \
+        errors[0].startswith("unrecognized initialization step")
+    if not looks_init:
+        return None
+    # The server's words after pgbench's prefix: "ERROR:  multiple primary keys …".
+    message = errors[0].removeprefix("pgbench: error: ").removeprefix("pgbench: fatal: ")
+    return re.sub(r"^query failed: ", "", message)
+
+
+def progress_only(text: str) -> Parsed | None:
+    """A run's -P progress lines without its summary (stderr kept apart from stdout): the
+    per-second series and, as the run's tps and latency_avg, the interval-weighted means
+    of those seconds, each with a note saying so. None without progress lines."""
+    series = parse_progress(text)
+    found = {s.name: s for s in series}
+    tps = found.get("tps")
+    if tps is None or not tps.points:
+        return None
+    spans = _spans([t for t, _ in tps.points])
+    total = sum(spans)
+    mean_tps = sum(v * d for (_, v), d in zip(tps.points, spans, strict=True)) / total
+    n = len(tps.points)
+    note = (f"mean of {n} progress interval(s) (pgbench -P) over {total:g} s: the file has no "
+            "summary ('tps = …' is on stdout)")
+    metrics = [Metric("tps", mean_tps, "tx/s", {}, note)]
+    lat = found.get("latency_avg")
+    weights = [v * d for (_, v), d in zip(tps.points, spans, strict=True)]
+    if lat is not None and len(lat.points) == n and sum(weights) > 0:
+        # Transaction-weighted: each interval's mean latency counts by its transactions.
+        value = sum(w * v for w, (_, v) in zip(weights, lat.points, strict=True)) / sum(weights)
+        metrics.append(Metric("latency_avg", value, "s", {}, note))
+    return Parsed(tuple(metrics), series)
+
+
+def _spans(times: Sequence[float]) -> list[float]:
+    """Each progress interval's length: time since the previous line (the first: since 0)."""
+    return [t - (times[i - 1] if i else 0.0) for i, t in enumerate(times)]
+
+
 def parse_any(text: str, source: str = "pgbench output") -> tuple[dict[str, Scalar], Parsed]:
-    """A run's or an init's output (stdout, stderr or both), for `volbench import`."""
+    """A run's or an init's output (stdout, stderr or both), for `volbench import`.
+
+    A failed init raises InitFailed (with its message); a run's progress lines alone
+    (stderr without stdout) give the run with the means of its seconds (`progress_only`).
+    """
     report = parse_report(text)
     if report.has_tps():
         return params_from_header(report.header), Parsed(report.metrics, parse_progress(text))
+    failure = init_failure(text)
+    if failure is not None:
+        raise InitFailed("pgbench", source, failure)
+    progress = progress_only(text)
+    if progress is not None and "aborted" not in text:
+        return {"mode": "run"}, progress
     try:
         parsed = parse_init(text, source)
     except ParseError:

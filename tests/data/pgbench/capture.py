@@ -35,6 +35,11 @@ CASES = {
                                "1"],
     # Steps without data generation: 12 then prints neither rows nor times.
     "init-s2-steps-dtvp": ["-i", "-s", "2", "-I", "dtvp"],
+    # Inits that fail (captured with CASE names, so on a database already initialised):
+    # generating the data again works, then adding the primary keys it already has fails
+    # (rows and times printed before the ERROR); and a tablespace that does not exist.
+    "error-init-primary-keys-exist": ["-i", "-s", "2", "-I", "gp"],
+    "error-init-missing-tablespace": ["-i", "-s", "2", "--tablespace=missing"],
 }
 PRE_INIT = "# the database was initialised with pgbench -i -s 2 before (not captured)\n"
 
