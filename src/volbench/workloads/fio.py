@@ -181,7 +181,8 @@ def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[P
 def _confine(spec: FioSpec, params: Params, built: Built) -> None:
     """Refuse, before fio starts, a run that would touch anything outside the target."""
     place = pathcheck.Place(str(built.path) if built.path is not None else None,
-                            built.block_device, os.path.realpath)
+                            built.block_device, os.path.realpath,
+                            special=pathcheck.special_file)
     problems = confinement(spec, params, place)
     if problems:
         raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
@@ -234,6 +235,9 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
         return []
     if fioclient.clients(ctx) is not None:
         return fioclient.layout(ctx, params)
+    # The layout writes the data file too: the same check as the measured run, on the
+    # target as it is now (a link or device node planted at the file's name is refused).
+    _confine(spec, params, ctx.built)
     filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
