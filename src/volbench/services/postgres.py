@@ -45,6 +45,7 @@ from typing import Any
 
 from volbench.core.errors import ResourceError
 from volbench.core.model import digest
+from volbench.services import pgrole
 from volbench.system import proc, procfs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host import hostinfo, pgfind
@@ -61,7 +62,13 @@ LOG = "postgres.log"
 # major from 12 to 18, written out so every result records them).
 DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections": "100"}
 # Settings that make the cluster private; the spec may not change them.
-FIXED = ("listen_addresses", "unix_socket_directories", "port")
+# dynamic_shared_memory_type=mmap: the server's dynamic shared memory segments are files
+# in its data directory (pg_dynshmem/), which teardown and `volbench cleanup` always
+# delete. The default (posix) puts them in /dev/shm, where a SIGKILLed server leaves
+# them (2 segments, ~1 MiB, 5 of 5 trials) with nothing naming them as this server's.
+# The cost: the kernel writes those pages back to the target now and then (measured in
+# docs/safety.md), against nothing left behind.
+FIXED = ("listen_addresses", "unix_socket_directories", "port", "dynamic_shared_memory_type")
 # Settings read back from the running server and stored with every run.
 RECORDED = ("shared_buffers", "max_connections", "fsync", "synchronous_commit",
             "full_page_writes", "wal_level", "wal_sync_method", "wal_compression",
@@ -208,6 +215,7 @@ class Server:
     def values(self) -> dict[str, str]:
         """What workloads need to connect (ServiceHandle.values)."""
         return {"host": str(self.sockdir), "port": str(self.port), "user": PG_USER,
+                "bench_user": pgrole.BENCH_ROLE,
                 "workdir": str(self.home), "facts": str(self.home / FACTS),
                 "bindir": str(self.bindir)}
 
@@ -245,6 +253,8 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
         server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
                               built, scope, entry, recipe, tcp)
         info = _describe(bindir, home, port, config, built)
+        info["bench_role"] = pgrole.create_bench_role(bindir / "psql", home / "sock", port,
+                                                      PG_USER, recipe)
         info.update(bindir=str(bindir), found_by=install.found_by,
                     pgbench_version=pgfind.version(install.program("pgbench")))
         if tcp is not None:
@@ -319,7 +329,7 @@ def _server_args(config: ClusterConfig, home: Path, port: int, tcp: TcpAccess | 
                  ) -> list[str]:
     listen = ",".join(tcp.listen) if tcp is not None else ""
     fixed = {"listen_addresses": listen, "unix_socket_directories": str(home / "sock"),
-             "port": str(port)}
+             "port": str(port), "dynamic_shared_memory_type": "mmap"}
     return [arg for name, value in (*config.settings, *fixed.items())
             for arg in ("-c", f"{name}={value}")]
 
