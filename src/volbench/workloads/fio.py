@@ -25,6 +25,7 @@ from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
+from volbench.system.block import devices
 from volbench.targets.base import Built
 from volbench.workloads import fioclient, fiologs, fiosteady
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -35,6 +36,8 @@ RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "tr
       "randtrim")
 MIXED = ("rw", "readwrite", "randrw")
 OPS = ("read", "write", "trim")
+# The smallest logical block size of a Linux block device: direct I/O sizes are multiples.
+SMALLEST_SECTOR = 512
 # fio's own seconds of start-up and tear-down beyond `runtime`, for estimates.
 OVERHEAD_S = 1.0
 # Percentiles volbench keeps from fio's default list (all of them: they are cheap).
@@ -56,7 +59,9 @@ def _fio_size(value: Any) -> str:
     size = units.parse_size(value)
     if size < 1:
         raise ValueError(f"must be larger than 0, got {value!r}")
-    return units.format_size(size)
+    shown = units.format_size(size)
+    # format_size rounds (4100 would become 4.0k, i.e. 4096): keep such sizes in bytes.
+    return shown if units.parse_size(shown) == size else str(size)
 
 
 def _seconds(value: Any) -> float:
@@ -87,7 +92,11 @@ AXES: tuple[Axis[Any], ...] = (
 RWMIXREAD = Axis("rwmixread", 50, convert=percent, expected="a percentage",
                  help="percent reads of a mixed mode (rw, readwrite, randrw)")
 JOBFILE = Text("jobfile", None, help="your own fio job file instead of the matrix")
-OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)")
+# fio's option names: lower-case words joined by '_' (one, hugepage-size, by '-').
+OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
+OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)",
+                  keys=OPTION_NAME, keys_are="an fio option name such as iodepth_batch",
+                  one_line=True)
 FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
 
 
@@ -113,11 +122,40 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    _check_direct_sizes(r, matrix)
     load = loadspec.parse(r, tuple(SLA_STATS))
     if load is not None:
         matrix["load"] = load.values()
     r.finish()
     return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load)
+
+
+def _check_direct_sizes(r: Reader, matrix: Mapping[str, tuple[Scalar, ...]]) -> None:
+    """With direct I/O every block size must be a multiple of the device's logical block
+    size; no Linux block device has one below 512 bytes, so a size that is not a multiple
+    of 512 can never run (fio fails with "Invalid argument"). The device's own size is
+    checked again on the built target (block_size_problem)."""
+    if not any(int(d) for d in matrix.get("direct", ())):
+        return
+    for value in matrix.get("bs", ()):
+        size = units.parse_size(str(value))
+        if size % SMALLEST_SECTOR:
+            r.problem("bs", f"{value} is not a multiple of {SMALLEST_SECTOR} bytes, which "
+                            "direct I/O needs (the device's logical block size)",
+                      f"use a multiple of 4k (or of {SMALLEST_SECTOR}), or direct: false")
+
+
+def block_size_problem(params: Params, built: Built, sector: int | None) -> Problem | None:
+    """A direct-I/O case whose block size the target's device cannot take (its logical
+    block size `sector`, None when unknown), named before fio starts."""
+    if not int(params.get("direct", 0)) or not sector or "bs" not in params:
+        return None
+    size = units.parse_size(str(params["bs"]))
+    if size % sector == 0:
+        return None
+    return Problem("bs", f"{params['bs']} is not a multiple of the logical block size of "
+                         f"target {built.name} ({sector} bytes), which direct I/O needs",
+                   f"use a multiple of {sector} bytes, or direct: false")
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
@@ -184,6 +222,10 @@ def _confine(spec: FioSpec, params: Params, built: Built) -> None:
                             built.block_device, os.path.realpath,
                             special=pathcheck.special_file)
     problems = confinement(spec, params, place)
+    if built.block_device is not None and spec.jobfile is None:
+        wrong = block_size_problem(params, built, devices.logical_block_size(
+            built.block_device))
+        problems += [wrong] if wrong is not None else []
     if problems:
         raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
 
