@@ -104,7 +104,10 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         if inv.cwd is not None:
             prepare_rundir(inv.cwd, inv.user)
         write_files(inv)
-        if drop:
+        if drop and inv.uncached:
+            os.sync()  # no dirty pages of earlier runs written back during this one
+            annotations["caches"] = "not dropped: the tool's I/O bypasses them (direct I/O)"
+        elif drop:
             why = drop_caches()
             if why:
                 annotations["caches"] = why

@@ -36,6 +36,9 @@ RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "tr
       "randtrim")
 MIXED = ("rw", "readwrite", "randrw")
 OPS = ("read", "write", "trim")
+# Engines whose I/O with direct=1 really is O_DIRECT (mmap and splice go through the cache).
+DIRECT_ENGINES = ("libaio", "io_uring", "sync", "psync", "vsync", "pvsync", "pvsync2",
+                  "posixaio")
 # The smallest logical block size of a Linux block device: direct I/O sizes are multiples.
 SMALLEST_SECTOR = 512
 # fio's own seconds of start-up and tear-down beyond `runtime`, for estimates.
@@ -310,7 +313,18 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
-                      outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS)
+                      outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
+                      uncached=_uncached(spec, params))
+
+
+def _uncached(spec: FioSpec, params: Params) -> bool:
+    """Does every I/O of this run bypass the page cache? Only volbench's own job with
+    direct=1 and no option that could turn it off (a job file may do anything)."""
+    if spec.jobfile is not None or not int(params.get("direct", 0)):
+        return False
+    if str(params.get("ioengine", "libaio")) not in DIRECT_ENGINES:
+        return False
+    return not {"direct", "buffered", "ioengine", "mem", "iomem"} & set(spec.options)
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
