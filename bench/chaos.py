@@ -5,8 +5,8 @@ directory targets with fio, or PostgreSQL + pgbench), sends SIGKILL (to volbench
 process group, then `volbench cleanup`), SIGTERM or SIGINT at a random moment — half of
 the time 0.15-0.6 s after the workload tool starts, where fio's setsid'd job worker once
 escaped — then checks, before anything else runs, for processes, loop devices, mounts,
-cgroups and journals left behind; finally `--resume` completes the experiment and the
-stored runs are counted against the plan.
+cgroups, journals and PostgreSQL shared memory in /dev/shm left behind; finally
+`--resume` completes the experiment and the stored runs are counted against the plan.
 
     sudo .venv/bin/python bench/chaos.py [--trials 30] [--seed 1]
     sudo .venv/bin/python bench/chaos.py --trials 12 --seed 1000 --shape fio --signal KILL \
@@ -122,8 +122,31 @@ def tool_started(tag: str, tools: tuple[str, ...]) -> bool:
     return False
 
 
-def leftovers(work: Path, tag: str, state: Path, pid: int) -> list[str]:
+SHM = Path("/dev/shm")
+
+
+def shm_segments() -> set[str]:
+    """PostgreSQL's POSIX shared memory segments now in /dev/shm."""
+    return {p.name for p in SHM.glob("PostgreSQL.*")}
+
+
+def mapped_anywhere(names: set[str]) -> set[str]:
+    """Those of `names` some live process maps (another cluster's, still in use)."""
+    used: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:
+            continue
+        used |= {n for n in names if n in text}
+    return used
+
+
+def leftovers(work: Path, tag: str, state: Path, pid: int,
+              shm_before: frozenset[str] | set[str] = frozenset()) -> list[str]:
     found = tagged_processes(tag)
+    new = shm_segments() - shm_before
+    found += [f"shm {n}" for n in sorted(new - mapped_anywhere(new))]
     out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True,
                          timeout=30).stdout
     for dev in json.loads(out).get("loopdevices", []) if out.strip() else []:
@@ -190,6 +213,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     (work / "dirtarget").mkdir()
     db = work / "chaos.db"
     trial.planned = planned_runs(file, env)
+    shm_before = shm_segments()
     child = subprocess.Popen(volbench("run", str(file), "--db", str(db), "--quiet"), env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
@@ -217,7 +241,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
         trial.note += f" signal ignored? {err.decode(errors='replace').strip()[-300:]}"
     elif trial.exit_code not in (0, 130):
         trial.note += f" exit {trial.exit_code}: {err.decode(errors='replace').strip()[-200:]}"
-    trial.leaked = leftovers(work, tag, state, child.pid)
+    trial.leaked = leftovers(work, tag, state, child.pid, shm_before)
     _end_leaked(tag)  # so one leak does not disturb the next trials
     try:
         resumed = subprocess.run(volbench("run", str(file), "--db", str(db), "--resume",
