@@ -14,7 +14,7 @@ from volbench.config.spec import control_character
 from volbench.core.errors import ExperimentError
 from volbench.engine.experiment import parse_document
 from volbench.targets.base import Built
-from volbench.workloads import fio
+from volbench.workloads import fiochecks
 
 
 def doc(tmp_path: Path, **workload: Any) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def test_the_same_block_size_without_direct_io_is_accepted(tmp_path: Path) -> No
 def test_the_built_device_s_own_logical_block_size_is_checked() -> None:
     built = Built("d", "disk", path=None, block_device="/dev/x")
     params = {"bs": "2k", "direct": 1}
-    problem = fio.block_size_problem(params, built, 4096)
+    problem = fiochecks.block_size_problem(params, built, 4096)
     assert problem is not None and "logical block size of target d (4096 bytes)" in str(problem)
-    assert fio.block_size_problem(params, built, 512) is None
-    assert fio.block_size_problem({**params, "direct": 0}, built, 4096) is None
+    assert fiochecks.block_size_problem(params, built, 512) is None
+    assert fiochecks.block_size_problem({**params, "direct": 0}, built, 4096) is None

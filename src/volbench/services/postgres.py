@@ -30,14 +30,12 @@ import json
 import os
 import pwd
 import re
-import shutil
-import signal
 import socket
 import stat
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,16 +44,16 @@ from typing import Any
 from volbench.core.errors import ResourceError
 from volbench.core.model import digest
 from volbench.services import pgrole
+from volbench.services.pgstop import stop
 from volbench.system import proc, procfs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host import hostinfo, pgfind
-from volbench.system.journal import Entry, Scope, undoer
+from volbench.system.journal import Entry, Scope
 from volbench.system.recipe import Recipe
 from volbench.targets.base import Built
 
 PG_USER = "postgres"
 READY_TIMEOUT = 120.0
-STOP_TIMEOUT = 60.0
 FACTS = "facts.json"
 LOG = "postgres.log"
 # Settings volbench sets unless the workload spec says otherwise (the defaults of every
@@ -424,98 +422,3 @@ def _reap(server: proc.Background) -> None:
         server.popen.wait(timeout=5)
     except subprocess.TimeoutExpired:
         server.stop()
-
-
-# -- stopping (normal teardown and `volbench cleanup`) ---------------------------------
-
-def _running(pid: int, start: int | None) -> bool:
-    return procfs.running(pid, start)
-
-
-def _serves(pid: int, datadir: Path) -> bool:
-    """Is `pid` a postmaster of this data directory (its argv names it)?"""
-    return os.fsencode(str(datadir)) in (procfs.cmdline(pid) or [])
-
-
-def _pidfile(datadir: Path) -> tuple[int | None, str]:
-    """(postmaster PID, shared-memory line) from postmaster.pid, if it is there."""
-    try:
-        lines = (datadir / "postmaster.pid").read_text().splitlines()
-    except OSError:
-        return None, ""
-    pid = int(lines[0]) if lines and lines[0].strip().isdigit() else None
-    return pid, lines[6] if len(lines) > 6 else ""
-
-
-def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def _children(pid: int) -> list[tuple[int, int]]:
-    """(PID, start ticks) of the processes whose parent is `pid`.
-
-    PostgreSQL's server processes call setsid(): each leads its own process group, so
-    the postmaster's group holds only itself; its children are found by parent PID.
-    """
-    return [(st.pid, st.start) for st in procfs.processes() if st.ppid == pid]
-
-
-def stop(data: Mapping[str, Any]) -> None:
-    """Stop the postmaster journaled in `data` and every server process it started."""
-    datadir = Path(data["datadir"])
-    file_pid, shm = _pidfile(datadir)
-    pid, start = data.get("pid"), data.get("start")
-    if pid is None and file_pid is not None and _serves(file_pid, datadir):
-        # Journaled but killed before the PID was written down: postmaster.pid knows it.
-        pid, start = file_pid, procfs.start_ticks(file_pid)
-    if pid is None or not _running(int(pid), start):
-        _drop_shared_memory(shm, int(pid or 0))
-        return
-    pid = int(pid)
-    children = _children(pid)
-    procfs.signal_pid(pid, signal.SIGQUIT)
-    if not _wait_until(lambda: not _running(pid, start), STOP_TIMEOUT):
-        procfs.signal_pid(pid, signal.SIGKILL)
-    # Server processes leave by themselves once the postmaster is gone; one that does not
-    # would keep the target's filesystem busy.
-    def left() -> list[int]:
-        return [child for child, ticks in children if _running(child, ticks)]
-
-    if not _wait_until(lambda: not left(), 10.0):
-        for child in left():
-            procfs.signal_pid(child, signal.SIGKILL)
-        _wait_until(lambda: not left(), 5.0)
-    _drop_shared_memory(shm, pid)
-
-
-def _drop_shared_memory(shm_line: str, pid: int) -> None:
-    """Remove the SysV segment a killed postmaster left (a clean stop removes it itself)."""
-    parts = shm_line.split()
-    if len(parts) != 2 or not parts[1].isdigit():
-        return
-    try:
-        rows = Path("/proc/sysvipc/shm").read_text().splitlines()
-    except OSError:
-        return
-    if not rows:
-        return
-    names = rows[0].split()
-    for row in rows[1:]:
-        seg = dict(zip(names, row.split(), strict=False))
-        if seg.get("shmid") == parts[1] and seg.get("cpid") == str(pid) \
-                and seg.get("nattch") == "0" and shutil.which("ipcrm"):
-            proc.run(["ipcrm", "-m", parts[1]], timeout=30, check=False)
-
-
-@undoer("postgres")
-def _undo_postgres(data: Mapping[str, Any]) -> None:
-    stop(data)
-    pid = data.get("pid")
-    if pid is not None and _running(int(pid), data.get("start")):
-        raise OSError(f"PostgreSQL (PID {pid}) is still running; stop it by hand: "
-                      f"kill -QUIT {pid}")

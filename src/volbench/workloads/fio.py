@@ -27,7 +27,7 @@ from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
 from volbench.system.block import devices
 from volbench.targets.base import Built
-from volbench.workloads import fioclient, fiologs, fiosteady
+from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 from volbench.workloads.fiologs import parse_logs
 from volbench.workloads.shape import shape_checked
@@ -36,11 +36,6 @@ RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "tr
       "randtrim")
 MIXED = ("rw", "readwrite", "randrw")
 OPS = ("read", "write", "trim")
-# Engines whose I/O with direct=1 really is O_DIRECT (mmap and splice go through the cache).
-DIRECT_ENGINES = ("libaio", "io_uring", "sync", "psync", "vsync", "pvsync", "pvsync2",
-                  "posixaio")
-# The smallest logical block size of a Linux block device: direct I/O sizes are multiples.
-SMALLEST_SECTOR = 512
 # fio's own seconds of start-up and tear-down beyond `runtime`, for estimates.
 OVERHEAD_S = 1.0
 # Percentiles volbench keeps from fio's default list (all of them: they are cheap).
@@ -125,40 +120,12 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
-    _check_direct_sizes(r, matrix)
+    fiochecks.check_direct_sizes(r, matrix)
     load = loadspec.parse(r, tuple(SLA_STATS))
     if load is not None:
         matrix["load"] = load.values()
     r.finish()
     return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load)
-
-
-def _check_direct_sizes(r: Reader, matrix: Mapping[str, tuple[Scalar, ...]]) -> None:
-    """With direct I/O every block size must be a multiple of the device's logical block
-    size; no Linux block device has one below 512 bytes, so a size that is not a multiple
-    of 512 can never run (fio fails with "Invalid argument"). The device's own size is
-    checked again on the built target (block_size_problem)."""
-    if not any(int(d) for d in matrix.get("direct", ())):
-        return
-    for value in matrix.get("bs", ()):
-        size = units.parse_size(str(value))
-        if size % SMALLEST_SECTOR:
-            r.problem("bs", f"{value} is not a multiple of {SMALLEST_SECTOR} bytes, which "
-                            "direct I/O needs (the device's logical block size)",
-                      f"use a multiple of 4k (or of {SMALLEST_SECTOR}), or direct: false")
-
-
-def block_size_problem(params: Params, built: Built, sector: int | None) -> Problem | None:
-    """A direct-I/O case whose block size the target's device cannot take (its logical
-    block size `sector`, None when unknown), named before fio starts."""
-    if not int(params.get("direct", 0)) or not sector or "bs" not in params:
-        return None
-    size = units.parse_size(str(params["bs"]))
-    if size % sector == 0:
-        return None
-    return Problem("bs", f"{params['bs']} is not a multiple of the logical block size of "
-                         f"target {built.name} ({sector} bytes), which direct I/O needs",
-                   f"use a multiple of {sector} bytes, or direct: false")
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
@@ -226,7 +193,7 @@ def _confine(spec: FioSpec, params: Params, built: Built) -> None:
                             special=pathcheck.special_file)
     problems = confinement(spec, params, place)
     if built.block_device is not None and spec.jobfile is None:
-        wrong = block_size_problem(params, built, devices.logical_block_size(
+        wrong = fiochecks.block_size_problem(params, built, devices.logical_block_size(
             built.block_device))
         problems += [wrong] if wrong is not None else []
     if problems:
@@ -314,17 +281,8 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
                       outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
-                      uncached=_uncached(spec, params))
-
-
-def _uncached(spec: FioSpec, params: Params) -> bool:
-    """Does every I/O of this run bypass the page cache? Only volbench's own job with
-    direct=1 and no option that could turn it off (a job file may do anything)."""
-    if spec.jobfile is not None or not int(params.get("direct", 0)):
-        return False
-    if str(params.get("ioengine", "libaio")) not in DIRECT_ENGINES:
-        return False
-    return not {"direct", "buffered", "ioengine", "mem", "iomem"} & set(spec.options)
+                      uncached=fiochecks.uncached(spec.jobfile is not None,
+                                                    spec.options, params))
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
