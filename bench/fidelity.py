@@ -31,12 +31,18 @@ JOB = ["--rw=randread", "--bs=4k", "--iodepth=16", "--direct=1", "--ioengine=lib
        "--size=256M"]
 
 
-def plain_fio(path: Path, runtime: int) -> float:
+def plain_fio(path: Path, runtime: int, cgroup: Path | None) -> float:
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3")
+
+    def join() -> None:  # the same throttle as volbench's run, when there is one
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text("0")
+
     out = subprocess.run(["fio", "--name=plain", f"--filename={path / 'plain.dat'}", *JOB,
                           f"--runtime={runtime}", "--time_based=1", "--output-format=json"],
-                         capture_output=True, text=True, check=True, timeout=runtime * 5 + 60)
+                         capture_output=True, text=True, check=True, timeout=runtime * 5 + 60,
+                         preexec_fn=join)
     return float(json.loads(out.stdout)["jobs"][0]["read"]["iops"])
 
 
@@ -44,11 +50,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--runtime", type=int, default=10)
+    parser.add_argument("--read-iops", type=int, default=0,
+                        help="throttle both sides to this many read IOPS (blkio): an exact "
+                             "speed, so the ratio shows what volbench loses without the "
+                             "host's noise")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="volbench-bench-"))
+    limits = {"limits": {"read_iops": args.read_iops}} if args.read_iops else {}
     target = parse_document({"name": "b", "targets": [
-        {"name": "disk", "type": "loopdisk", "size": "1G"}], "workloads": [{"tool": "fio",
-                                                                          "name": "x"}]})
+        {"name": "disk", "type": "loopdisk", "size": "1G", **limits}],
+        "workloads": [{"tool": "fio", "name": "x"}]})
     with journal.opened("bench") as jrnl, jrnl.scope() as scope:
         ctx = BuildContext(scope, Recipe(scope), work)
         with open_target(target.targets[0], ctx) as built:
@@ -58,7 +69,8 @@ def main() -> None:
                            check=True, capture_output=True, timeout=600)
             exp = write_experiment(work / "exp.yaml", {
                 "name": "fidelity", "workdir": str(work / "vb"),
-                "targets": [{"name": "disk", "type": "directory", "path": str(built.path)}],
+                "targets": [{"name": "disk", "type": "directory", "path": str(built.path),
+                             **limits}],
                 "workloads": [{"name": "randread", "tool": "fio", "rw": "randread", "bs": "4k",
                                "iodepth": 16, "size": "256M", "runtime": args.runtime}],
                 "repeat": 1})
@@ -68,7 +80,7 @@ def main() -> None:
                 order = ("plain", "volbench") if i % 2 == 0 else ("volbench", "plain")
                 for who in order:
                     if who == "plain":
-                        plain.append(plain_fio(built.path, args.runtime))
+                        plain.append(plain_fio(built.path, args.runtime, built.cgroup))
                     else:
                         volbench("run", str(exp), "--db", str(db), "--quiet")
             ours = metric_values(db, "iops", op="read")["disk"]
