@@ -30,10 +30,11 @@ def _postgres_installed() -> None:
 def test_scripts_cannot_run_programs_write_files_or_make_tablespaces(
         workdir: Path, tmp_path: Path) -> None:
     """Before: each statement ran as the postgres superuser and the run was stored ok."""
-    out = tmp_path / "out"
+    # Where the postgres user can reach and write: only the role may stop the writes.
+    out = workdir / "out"
     out.mkdir(mode=0o777)
-    os.chmod(out, 0o777)  # so only the role, not the file mode, can stop the writes
-    space = tmp_path / "space"
+    os.chmod(out, 0o777)
+    space = workdir / "space"
     space.mkdir()
     os.chown(space, *_postgres_ids())
     scripts = {
