@@ -156,6 +156,7 @@ def _read_regular(path: Path) -> bytes:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             what = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
                     else "not a regular file")
             raise ExperimentError([Problem(str(path), f"is {what}, not an experiment file",
                                            "give the path of a YAML file")], str(path))
