@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from volbench.engine import execution
 from volbench.engine.experiment import parse_document
 from volbench.targets.base import Built
 from volbench.workloads import KINDS
-from volbench.workloads.base import RunContext
+from volbench.workloads.base import Invocation, RunContext
 
 
 def invocation_uncached(tmp_path: Path, **workload: Any) -> bool:
@@ -35,3 +36,10 @@ def test_direct_io_with_libaio_needs_no_cache_drop(tmp_path: Path) -> None:
 def test_anything_that_may_use_the_cache_still_drops_it(tmp_path: Path,
                                                         workload: dict[str, Any]) -> None:
     assert invocation_uncached(tmp_path, **workload) is False
+
+
+def test_a_run_that_needs_no_drop_is_not_reported_as_warm() -> None:
+    """The report warns of warm caches for runs annotated `caches`; a direct-I/O run
+    whose drop was skipped on purpose must not carry that annotation."""
+    notes = execution.settle_caches(Invocation(("fio",), 1.0, uncached=True))
+    assert "caches" not in notes and "direct I/O" in notes["caches_kept"]

@@ -38,14 +38,16 @@ def drop_caches() -> str | None:
     return None
 
 
-def settle_caches(inv: Invocation) -> str | None:
+def settle_caches(inv: Invocation) -> dict[str, str]:
     """Before a measured run: no dirty pages of earlier work left to be written back
     during it, and a cold page cache unless the tool's I/O bypasses the cache anyway
-    (dropping costs 90-380 ms a run here). Returns a note for the run, if any."""
+    (dropping costs 90-380 ms a run here). Returns the run's annotations: `caches` only
+    when they should have been dropped and could not be (the report warns of it)."""
     if inv.uncached:
         os.sync()
-        return "not dropped: the tool's I/O bypasses them (direct I/O)"
-    return drop_caches()
+        return {"caches_kept": "not dropped: the tool's I/O bypasses them (direct I/O)"}
+    why = drop_caches()
+    return {"caches": why} if why else {}
 
 
 def prepare_rundir(rundir: Path, user: str | None) -> None:
@@ -115,9 +117,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             prepare_rundir(inv.cwd, inv.user)
         write_files(inv)
         if drop:
-            why = settle_caches(inv)
-            if why:
-                annotations["caches"] = why
+            annotations.update(settle_caches(inv))
         listed = space.entries(built.path)  # to remove a workload's files if they did not fit
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
