@@ -5,8 +5,8 @@ directory targets with fio, or PostgreSQL + pgbench), sends SIGKILL (to volbench
 process group, then `volbench cleanup`), SIGTERM or SIGINT at a random moment — half of
 the time 0.15-0.6 s after the workload tool starts, where fio's setsid'd job worker once
 escaped — then checks, before anything else runs, for processes, loop devices, mounts,
-cgroups and journals left behind; finally `--resume` completes the experiment and the
-stored runs are counted against the plan.
+cgroups and journals left behind (and notes PostgreSQL segments new in /dev/shm); finally
+`--resume` completes the experiment and the stored runs are counted against the plan.
 
     sudo .venv/bin/python bench/chaos.py [--trials 30] [--seed 1]
     sudo .venv/bin/python bench/chaos.py --trials 12 --seed 1000 --shape fio --signal KILL \
@@ -122,6 +122,35 @@ def tool_started(tag: str, tools: tuple[str, ...]) -> bool:
     return False
 
 
+SHM = Path("/dev/shm")
+
+
+def shm_segments() -> set[str]:
+    """PostgreSQL's POSIX shared memory segments now in /dev/shm."""
+    return {p.name for p in SHM.glob("PostgreSQL.*")}
+
+
+def mapped_anywhere(names: set[str]) -> set[str]:
+    """Those of `names` some live process maps (another cluster's, still in use)."""
+    used: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:
+            continue
+        used |= {n for n in names if n in text}
+    return used
+
+
+def unmapped_new_segments(before: set[str]) -> list[str]:
+    """PostgreSQL segments in /dev/shm that appeared during the trial and that no live
+    process maps. A note, not a leak: on a shared machine another cluster killed in the
+    same seconds leaves the same (volbench's own keep theirs in the data directory,
+    docs/safety.md; tests/system/test_pg_attacks.py checks that exactly)."""
+    new = shm_segments() - before
+    return sorted(new - mapped_anywhere(new))
+
+
 def leftovers(work: Path, tag: str, state: Path, pid: int) -> list[str]:
     found = tagged_processes(tag)
     out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True,
@@ -190,6 +219,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     (work / "dirtarget").mkdir()
     db = work / "chaos.db"
     trial.planned = planned_runs(file, env)
+    shm_before = shm_segments()
     child = subprocess.Popen(volbench("run", str(file), "--db", str(db), "--quiet"), env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
@@ -218,6 +248,9 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     elif trial.exit_code not in (0, 130):
         trial.note += f" exit {trial.exit_code}: {err.decode(errors='replace').strip()[-200:]}"
     trial.leaked = leftovers(work, tag, state, child.pid)
+    shm = unmapped_new_segments(shm_before)
+    if shm:
+        trial.note += f" /dev/shm segments left by some cluster: {', '.join(shm)}"
     _end_leaked(tag)  # so one leak does not disturb the next trials
     try:
         resumed = subprocess.run(volbench("run", str(file), "--db", str(db), "--resume",

@@ -31,14 +31,19 @@ def write_experiment(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def metric_values(db: Path, name: str, **tags: str) -> dict[str, list[float]]:
-    """Measured OK values of one metric, by target, in run order."""
+    """Measured OK values of one metric, by target, in run order: one per run. Rows of
+    a part of a run (tagged `window`: burst, sustained …) are left out unless a window is
+    asked for; counted as runs they made more values than runs."""
     out: dict[str, list[float]] = {}
     with sqlite3.connect(db) as con:
         rows = con.execute(
             "SELECT r.target, m.value, m.tags FROM metrics m JOIN runs r ON r.id = m.run_id"
             " WHERE m.name = ? AND r.status = 'ok' AND r.warmup = 0 ORDER BY r.id", (name,))
         for target, value, tag_json in rows:
-            if all(json.loads(tag_json).get(k) == v for k, v in tags.items()):
+            found = json.loads(tag_json)
+            if "window" in found and "window" not in tags:
+                continue
+            if all(found.get(k) == v for k, v in tags.items()):
                 out.setdefault(target, []).append(float(value))
     return out
 

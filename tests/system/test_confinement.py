@@ -5,6 +5,7 @@ experiment never named, or the other directory, is byte for byte what it was."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,32 @@ def test_a_confined_job_file_still_runs(workdir: Path, tmp_path: Path) -> None:
     doc = experiment(workdir, target, jobfile=str(job))
     outcome = run_experiment(parse_document(doc), db=tmp_path / "r.db")
     assert outcome.counts == {"ok": 1}
+
+
+@pytest.mark.parametrize("plant", ["symlink", "device node"])
+def test_a_planted_data_file_never_reaches_the_layout_fio(
+        workdir: Path, tmp_path: Path, bystander: str, plant: str) -> None:
+    """Issue 25: a `command` workload plants a link (or a device node) at the fio data
+    file's name; the untimed layout fio used to write 4 MiB through it before the
+    measured run's check refused. Now the run fails before any fio, the device intact."""
+    target = workdir / "dt"
+    target.mkdir()
+    before = digest(bystander)
+    data = "$VOLBENCH_DIR/../volbench-fio-4M.dat"
+    if plant == "symlink":
+        argv = ["ln", "-sfn", bystander, data]
+    else:
+        rdev = os.stat(bystander).st_rdev
+        argv = ["mknod", data, "b", str(os.major(rdev)), str(os.minor(rdev))]
+    doc = experiment(workdir, target, rw="write", bs="1M", size="4M", runtime="1s")
+    doc["workloads"].insert(0, {"name": "plant", "tool": "command",
+                                "command": ["sh", "-c", " ".join(argv)]})
+    db = tmp_path / "r.db"
+    outcome = run_experiment(parse_document(doc), db=db)
+    assert outcome.counts == {"ok": 1, "failed": 1}
+    assert digest(bystander) == before
+    with Store(db) as store:
+        (failed,) = [r for r in store.runs([1]) if str(r.status) == "failed"]
+    assert "volbench-fio-4M.dat" in failed.error
+    assert ("leaves the target's directory" in failed.error if plant == "symlink"
+            else "is a block device" in failed.error)

@@ -220,10 +220,21 @@ def test_aliases_of_aliases_are_refused_before_they_expand() -> None:
 
 
 def test_a_file_that_never_ends_is_refused() -> None:
+    """A device is refused before it is read (issue 25: so is a FIFO, which would block)."""
     with pytest.raises(ExperimentError) as info:
         load(Path("/dev/zero"))
     assert [str(p) for p in info.value.problems] == [
-        "/dev/zero: larger than 10 MiB (is this an experiment file?)"]
+        "/dev/zero: is a device, not an experiment file (give the path of a YAML file)"]
+
+
+def test_a_file_too_large_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.truncate(11 * 1024**2)  # sparse: costs no disk
+    with pytest.raises(ExperimentError) as info:
+        load(big)
+    assert [str(p) for p in info.value.problems] == [
+        f"{big}: larger than 10 MiB (is this an experiment file?)"]
 
 
 def test_a_lab_disk_count_of_zero_is_a_problem_not_a_crash() -> None:

@@ -187,3 +187,15 @@ def test_every_string_option_of_the_installed_fio_is_classified() -> None:
             if name not in known | profile_only:
                 unclassified.append(name)
     assert unclassified == [] and seen > 60
+
+
+def test_a_special_file_at_a_name_inside_the_target_is_refused(tmp_path: Path) -> None:
+    """Issue 25: a path rule alone passes a device node or FIFO planted in the target's
+    directory; fio would then write into whatever it stands for."""
+    os.mkfifo(tmp_path / "data.dat")
+    (tmp_path / "plain.dat").write_text("x")
+    place = Place(str(tmp_path), None, os.path.realpath, special=pathcheck.special_file)
+    (problem,) = opts(place, filename=f"{tmp_path}/data.dat")
+    assert "data.dat': is a FIFO, not a file" in problem
+    assert opts(place, filename=f"{tmp_path}/plain.dat") == []
+    assert opts(place, filename=f"{tmp_path}/absent.dat") == []

@@ -114,6 +114,8 @@ def _report_for(store: Store, ids: Sequence[int],
     names = report.needed_metrics(store.metric_kinds(ids), options)
     runs = store.runs(ids, series=True, metric_names=names)
     export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
+    for line in dict.fromkeys(store.damaged):
+        print(f"volbench: warning: {line}", file=sys.stderr)
     return report.build(experiments, targets, runs, options,
                         totals=store.histogram_totals(ids), export=export)
 
@@ -136,9 +138,27 @@ def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
     return ids
 
 
+def _check_output(output: Path | None, charts: Path | None = None) -> None:
+    """Refuse, before any work, an -o or --charts that cannot be written."""
+    if output is not None:
+        if output.is_dir():
+            raise VolbenchError(f"-o {output} is a directory; give a file name (-o "
+                                f"{output / 'report.md'})")
+        folder = output.parent
+        if not folder.is_dir():
+            raise VolbenchError(f"cannot write the report to {output}: the folder {folder} "
+                                f"does not exist; create it (mkdir -p {folder}) or give "
+                                "another -o")
+    if charts is not None and charts.exists() and not charts.is_dir():
+        raise VolbenchError(f"--charts {charts} is a file, not a directory: --charts names "
+                            "the directory the chart files go to; give a new or existing "
+                            "directory")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     if args.png and args.charts is None:
         raise VolbenchError("--png needs --charts DIR (the directory the chart files go to)")
+    _check_output(args.output, args.charts)
     with Store(args.db, read_only=True) as store:
         if args.list:
             for row in store.experiments():
@@ -167,7 +187,11 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         print(text, end="")
         return
-    output.write_text(text)
+    _check_output(output)
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise VolbenchError(f"cannot write {output}: {exc.strerror}; give another -o") from exc
     print(f"wrote {output}")
 
 

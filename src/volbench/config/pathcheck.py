@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,22 @@ class Place:
     device: str | None
     resolve: Callable[[str], str] = os.path.normpath
     known: bool = True
+    special: Callable[[str], str | None] = lambda path: None
+
+
+def special_file(path: str) -> str | None:
+    """What an existing path in a directory target is when it is not a plain file or
+    directory ('a block device', …); None otherwise. A device node planted in the
+    target's directory passes every path rule yet sends fio's writes to that device."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, what in ((stat.S_ISBLK, "a block device"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None
 
 
 RAW_FIX = "a raw target is its block device: use filename=${VOLBENCH_DEV}"
@@ -197,7 +214,7 @@ def _check_in_target(s: Setting, path: str, place: Place) -> Problem | None:
     if directory is not None and _inside(path, directory):
         # Lexically under it; normalised (or resolved) again to catch '..' and symlinks.
         if _inside(place.resolve(path), place.resolve(directory)):
-            return None
+            return _check_plain(s, path, place)
         return _problem(s, f"leaves the target's directory {directory}", DIR_FIX, path)
     if not path.startswith("/"):
         return _problem(s, "is relative to fio's working directory, not in the target",
@@ -209,7 +226,16 @@ def _check_in_target(s: Setting, path: str, place: Place) -> Problem | None:
                         DIR_FIX, path)
     if not _inside(place.resolve(path), place.resolve(directory)):
         return _problem(s, f"is outside the target's directory {directory}", DIR_FIX, path)
-    return None
+    return _check_plain(s, path, place)
+
+
+def _check_plain(s: Setting, path: str, place: Place) -> Problem | None:
+    what = place.special(place.resolve(path))
+    if what is None:
+        return None
+    return _problem(s, f"is {what}, not a file: something put it in the target's directory",
+                    "remove it (or the workload that makes it); fio's files in a directory "
+                    "target are plain files", path)
 
 
 def _simple(s: Setting, place: Place) -> list[Problem]:

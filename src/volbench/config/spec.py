@@ -11,6 +11,7 @@ default and checks); the one-pass reading with a path and a fix per problem is v
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -144,13 +145,39 @@ class TextList(Field[list[str]]):
 
 @dataclass(frozen=True)
 class TextMap(Field[dict[str, str]]):
-    """A mapping of names to values, both taken as text (fio options, environment)."""
+    """A mapping of names to values, both taken as text (fio options, environment).
+
+    With `keys` (a pattern every key must match in full, `keys_are` what such a key is)
+    and `one_line` (no control characters such as a newline in a value), the map is
+    refused when read: its keys and values reach a tool's command line or job file, where
+    a newline starts a new option and `=`, spaces or `--` in a key smuggle in another."""
 
     what: ClassVar[str] = "mapping"
+    keys: re.Pattern[str] | None = field(default=None, kw_only=True)
+    keys_are: str = field(default="", kw_only=True)
+    one_line: bool = field(default=False, kw_only=True)
 
     def read(self, r: Reader) -> dict[str, str]:
         default = {} if self.default is None else self.default
-        return {str(k): str(v) for k, v in dict(r.sub(self.name, default).data).items()}
+        sub = r.sub(self.name, default)
+        data = {str(k): str(v) for k, v in dict(sub.data).items()}
+        for key, value in data.items():
+            if self.keys is not None and not self.keys.fullmatch(key):
+                sub.problem(key, f"{key!r} is not {self.keys_are}",
+                            f"give {self.keys_are} as the key (no '=', spaces or leading '-')")
+            elif self.one_line and control_character(value) is not None:
+                sub.problem(key, f"{value!r} has a control character "
+                                 f"({control_character(value)}) in it",
+                            "write the value on one line, without control characters")
+        return data
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of `text` as U+XXXX (newline, tab, escape, …), or None."""
+    for char in text:
+        if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 or char in "\u2028\u2029":
+            return f"U+{ord(char):04X}"
+    return None
 
 
 @dataclass(frozen=True)

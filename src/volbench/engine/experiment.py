@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -147,12 +148,26 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
+def _read_regular(path: Path) -> bytes:
+    """The file's first MAX_FILE_BYTES + 1 bytes; a FIFO, device or socket is refused
+    without waiting (a FIFO with no writer would block an ordinary open for ever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "not a regular file")
+            raise ExperimentError([Problem(str(path), f"is {what}, not an experiment file",
+                                           "give the path of a YAML file")], str(path))
+        return f.read(MAX_FILE_BYTES + 1)
+
+
 def load(path: Path, base: Path | None = None) -> Experiment:
     """The experiment in file `path`; its relative paths are taken from `base` (default:
     the file's folder)."""
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = _read_regular(path)
     except OSError as exc:
         raise ExperimentError([Problem(str(path), f"cannot read the file: {exc.strerror}",
                                        "check the path")], str(path)) from exc

@@ -30,14 +30,12 @@ import json
 import os
 import pwd
 import re
-import shutil
-import signal
 import socket
 import stat
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,23 +43,30 @@ from typing import Any
 
 from volbench.core.errors import ResourceError
 from volbench.core.model import digest
+from volbench.services import pgrole
+from volbench.services.pgstop import stop
 from volbench.system import proc, procfs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host import hostinfo, pgfind
-from volbench.system.journal import Entry, Scope, undoer
+from volbench.system.journal import Entry, Scope
 from volbench.system.recipe import Recipe
 from volbench.targets.base import Built
 
 PG_USER = "postgres"
 READY_TIMEOUT = 120.0
-STOP_TIMEOUT = 60.0
 FACTS = "facts.json"
 LOG = "postgres.log"
 # Settings volbench sets unless the workload spec says otherwise (the defaults of every
 # major from 12 to 18, written out so every result records them).
 DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections": "100"}
 # Settings that make the cluster private; the spec may not change them.
-FIXED = ("listen_addresses", "unix_socket_directories", "port")
+# dynamic_shared_memory_type=mmap: the server's dynamic shared memory segments are files
+# in its data directory (pg_dynshmem/), which teardown and `volbench cleanup` always
+# delete. The default (posix) puts them in /dev/shm, where a SIGKILLed server leaves
+# them (2 segments, ~1 MiB, 5 of 5 trials) with nothing naming them as this server's.
+# The cost: the kernel writes those pages back to the target now and then (measured in
+# docs/safety.md), against nothing left behind.
+FIXED = ("listen_addresses", "unix_socket_directories", "port", "dynamic_shared_memory_type")
 # Settings read back from the running server and stored with every run.
 RECORDED = ("shared_buffers", "max_connections", "fsync", "synchronous_commit",
             "full_page_writes", "wal_level", "wal_sync_method", "wal_compression",
@@ -208,6 +213,7 @@ class Server:
     def values(self) -> dict[str, str]:
         """What workloads need to connect (ServiceHandle.values)."""
         return {"host": str(self.sockdir), "port": str(self.port), "user": PG_USER,
+                "bench_user": pgrole.BENCH_ROLE,
                 "workdir": str(self.home), "facts": str(self.home / FACTS),
                 "bindir": str(self.bindir)}
 
@@ -245,6 +251,8 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
         server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
                               built, scope, entry, recipe, tcp)
         info = _describe(bindir, home, port, config, built)
+        info["bench_role"] = pgrole.create_bench_role(bindir / "psql", home / "sock", port,
+                                                      PG_USER, recipe)
         info.update(bindir=str(bindir), found_by=install.found_by,
                     pgbench_version=pgfind.version(install.program("pgbench")))
         if tcp is not None:
@@ -319,7 +327,7 @@ def _server_args(config: ClusterConfig, home: Path, port: int, tcp: TcpAccess | 
                  ) -> list[str]:
     listen = ",".join(tcp.listen) if tcp is not None else ""
     fixed = {"listen_addresses": listen, "unix_socket_directories": str(home / "sock"),
-             "port": str(port)}
+             "port": str(port), "dynamic_shared_memory_type": "mmap"}
     return [arg for name, value in (*config.settings, *fixed.items())
             for arg in ("-c", f"{name}={value}")]
 
@@ -414,98 +422,3 @@ def _reap(server: proc.Background) -> None:
         server.popen.wait(timeout=5)
     except subprocess.TimeoutExpired:
         server.stop()
-
-
-# -- stopping (normal teardown and `volbench cleanup`) ---------------------------------
-
-def _running(pid: int, start: int | None) -> bool:
-    return procfs.running(pid, start)
-
-
-def _serves(pid: int, datadir: Path) -> bool:
-    """Is `pid` a postmaster of this data directory (its argv names it)?"""
-    return os.fsencode(str(datadir)) in (procfs.cmdline(pid) or [])
-
-
-def _pidfile(datadir: Path) -> tuple[int | None, str]:
-    """(postmaster PID, shared-memory line) from postmaster.pid, if it is there."""
-    try:
-        lines = (datadir / "postmaster.pid").read_text().splitlines()
-    except OSError:
-        return None, ""
-    pid = int(lines[0]) if lines and lines[0].strip().isdigit() else None
-    return pid, lines[6] if len(lines) > 6 else ""
-
-
-def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def _children(pid: int) -> list[tuple[int, int]]:
-    """(PID, start ticks) of the processes whose parent is `pid`.
-
-    PostgreSQL's server processes call setsid(): each leads its own process group, so
-    the postmaster's group holds only itself; its children are found by parent PID.
-    """
-    return [(st.pid, st.start) for st in procfs.processes() if st.ppid == pid]
-
-
-def stop(data: Mapping[str, Any]) -> None:
-    """Stop the postmaster journaled in `data` and every server process it started."""
-    datadir = Path(data["datadir"])
-    file_pid, shm = _pidfile(datadir)
-    pid, start = data.get("pid"), data.get("start")
-    if pid is None and file_pid is not None and _serves(file_pid, datadir):
-        # Journaled but killed before the PID was written down: postmaster.pid knows it.
-        pid, start = file_pid, procfs.start_ticks(file_pid)
-    if pid is None or not _running(int(pid), start):
-        _drop_shared_memory(shm, int(pid or 0))
-        return
-    pid = int(pid)
-    children = _children(pid)
-    procfs.signal_pid(pid, signal.SIGQUIT)
-    if not _wait_until(lambda: not _running(pid, start), STOP_TIMEOUT):
-        procfs.signal_pid(pid, signal.SIGKILL)
-    # Server processes leave by themselves once the postmaster is gone; one that does not
-    # would keep the target's filesystem busy.
-    def left() -> list[int]:
-        return [child for child, ticks in children if _running(child, ticks)]
-
-    if not _wait_until(lambda: not left(), 10.0):
-        for child in left():
-            procfs.signal_pid(child, signal.SIGKILL)
-        _wait_until(lambda: not left(), 5.0)
-    _drop_shared_memory(shm, pid)
-
-
-def _drop_shared_memory(shm_line: str, pid: int) -> None:
-    """Remove the SysV segment a killed postmaster left (a clean stop removes it itself)."""
-    parts = shm_line.split()
-    if len(parts) != 2 or not parts[1].isdigit():
-        return
-    try:
-        rows = Path("/proc/sysvipc/shm").read_text().splitlines()
-    except OSError:
-        return
-    if not rows:
-        return
-    names = rows[0].split()
-    for row in rows[1:]:
-        seg = dict(zip(names, row.split(), strict=False))
-        if seg.get("shmid") == parts[1] and seg.get("cpid") == str(pid) \
-                and seg.get("nattch") == "0" and shutil.which("ipcrm"):
-            proc.run(["ipcrm", "-m", parts[1]], timeout=30, check=False)
-
-
-@undoer("postgres")
-def _undo_postgres(data: Mapping[str, Any]) -> None:
-    stop(data)
-    pid = data.get("pid")
-    if pid is not None and _running(int(pid), data.get("start")):
-        raise OSError(f"PostgreSQL (PID {pid}) is still running; stop it by hand: "
-                      f"kill -QUIT {pid}")

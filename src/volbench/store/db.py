@@ -61,6 +61,8 @@ class Store:
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")
         self.path = path
+        # Rows left out because a JSON column is damaged: one line each, for the CLI to say.
+        self.damaged: list[str] = []
         if read_only:
             self.db = _read_only(path)
             return
@@ -162,7 +164,7 @@ class Store:
         row = self.db.execute(
             "SELECT * FROM experiments WHERE spec_hash = ? ORDER BY id DESC LIMIT 1",
             (spec_hash,)).fetchone()
-        return _experiment(row) if row else None
+        return _experiment(row, self.damaged, self.path) if row else None
 
     def save_target(self, experiment_id: int, name: str, type_: str, status: str,
                     info: Mapping[str, Any], error: str = "") -> None:
@@ -220,7 +222,8 @@ class Store:
 
     # -- reading ----------------------------------------------------------------------
     def experiments(self) -> list[ExperimentRow]:
-        return [_experiment(r) for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
+        return [_experiment(r, self.damaged, self.path)
+                for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
 
     def experiment(self, experiment_id: int) -> ExperimentRow:
         row = self.db.execute("SELECT * FROM experiments WHERE id = ?",
@@ -228,7 +231,7 @@ class Store:
         if row is None:
             raise StoreError(f"no experiment {experiment_id} in {self.path}; "
                              "`volbench report --list` shows what is there")
-        return _experiment(row)
+        return _experiment(row, self.damaged, self.path)
 
     def targets(self, experiment_id: int) -> list[TargetRow]:
         rows = self.db.execute(
@@ -276,7 +279,10 @@ class Store:
                 run_id = r[0]
                 params = params_cache.get(r[3])
                 if params is None:
-                    params = params_cache[r[3]] = json.loads(r[3])
+                    params = row_json(r[3], "runs", run_id, "params", self.damaged, self.path)
+                    if params is None:
+                        continue  # left out of every report; self.damaged says which
+                    params_cache[r[3]] = params
                 notes["run_id"] = run_id
                 parsed = Parsed(tuple(metrics.get(run_id, ())),
                                 tuple(extra_series.get(run_id, ())),
@@ -409,6 +415,12 @@ def database_problem(path: Path | None, exc: sqlite3.DatabaseError) -> str:
         return f"{name} is busy ({detail}); wait for the other volbench to finish"
     if "not a database" in detail:
         return f"{name} is not a volbench database ({detail}); check the path (--db)"
+    if "full" in detail and path is not None:
+        # SQLite's "database or disk is full": the database is fine; freeing space and
+        # --resume completes the experiment (docs/safety.md, A full disk).
+        return space.output_full(path.absolute().parent, f"the results database {path.name}",
+                                 "give --db a path on a larger filesystem, then run with "
+                                 "--resume; the runs stored so far are kept")
     return (f"{name} is damaged ({detail}); restore it from a copy, or see what is wrong "
             f"with: sqlite3 {name} 'PRAGMA integrity_check'")
 
@@ -444,8 +456,28 @@ def _read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _experiment(row: tuple[Any, ...]) -> ExperimentRow:
-    return ExperimentRow(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]),
+def row_json(text: str, table: str, row_id: int, column: str, damaged: list[str],
+             path: Path, outcome: str = "the run is left out of reports") -> Any:
+    """A JSON column's value; for text that is not JSON (a hand-edited or damaged row)
+    None, with a line naming the row and what to do added to `damaged`."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError) as exc:
+        damaged.append(f"{path}: {table} row {row_id}: {column} is damaged (not JSON: "
+                       f"{exc}); {outcome}; restore it from a copy, or delete the row: "
+                       f"sqlite3 {path} 'DELETE FROM {table} WHERE id = {row_id}'")
+        return None
+
+
+def _experiment(row: tuple[Any, ...], damaged: list[str], path: Path) -> ExperimentRow:
+    """An experiment row; a damaged document or environment reads as {} (so its runs
+    still report), named in `damaged`."""
+    read_as = "read as empty (the experiment's runs still report)"
+    document = row_json(row[3], "experiments", row[0], "document", damaged, path, read_as)
+    environment = row_json(row[4], "experiments", row[0], "environment", damaged, path,
+                           read_as)
+    return ExperimentRow(row[0], row[1], row[2], document if isinstance(document, dict) else {},
+                         environment if isinstance(environment, dict) else {},
                          row[5], row[6], row[7], row[8])
 
 

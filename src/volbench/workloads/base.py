@@ -86,6 +86,10 @@ class Invocation:
     # Files the tool reads (job files: path -> text), written by the engine before it
     # starts the process, outside the timed part; workloads write nothing themselves.
     files: Mapping[Path, str] = field(default_factory=dict)
+    # All of the tool's data I/O bypasses the page cache (O_DIRECT on volbench's own data
+    # file): dropping the caches before it changes nothing it measures, so the run only
+    # syncs (drop_caches costs 90-380 ms a run here, docs/architecture.md, Harness).
+    uncached: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
+from volbench.system.block import devices
 from volbench.targets.base import Built
-from volbench.workloads import fioclient, fiologs, fiosteady
+from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 from volbench.workloads.fiologs import parse_logs
 from volbench.workloads.shape import shape_checked
@@ -56,7 +57,9 @@ def _fio_size(value: Any) -> str:
     size = units.parse_size(value)
     if size < 1:
         raise ValueError(f"must be larger than 0, got {value!r}")
-    return units.format_size(size)
+    shown = units.format_size(size)
+    # format_size rounds (4100 would become 4.0k, i.e. 4096): keep such sizes in bytes.
+    return shown if units.parse_size(shown) == size else str(size)
 
 
 def _seconds(value: Any) -> float:
@@ -87,7 +90,11 @@ AXES: tuple[Axis[Any], ...] = (
 RWMIXREAD = Axis("rwmixread", 50, convert=percent, expected="a percentage",
                  help="percent reads of a mixed mode (rw, readwrite, randrw)")
 JOBFILE = Text("jobfile", None, help="your own fio job file instead of the matrix")
-OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)")
+# fio's option names: lower-case words joined by '_' (one, hugepage-size, by '-').
+OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
+OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)",
+                  keys=OPTION_NAME, keys_are="an fio option name such as iodepth_batch",
+                  one_line=True)
 FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
 
 
@@ -113,6 +120,7 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    fiochecks.check_direct_sizes(r, matrix)
     load = loadspec.parse(r, tuple(SLA_STATS))
     if load is not None:
         matrix["load"] = load.values()
@@ -181,8 +189,13 @@ def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[P
 def _confine(spec: FioSpec, params: Params, built: Built) -> None:
     """Refuse, before fio starts, a run that would touch anything outside the target."""
     place = pathcheck.Place(str(built.path) if built.path is not None else None,
-                            built.block_device, os.path.realpath)
+                            built.block_device, os.path.realpath,
+                            special=pathcheck.special_file)
     problems = confinement(spec, params, place)
+    if built.block_device is not None and spec.jobfile is None:
+        wrong = fiochecks.block_size_problem(params, built, devices.logical_block_size(
+            built.block_device))
+        problems += [wrong] if wrong is not None else []
     if problems:
         raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
 
@@ -234,6 +247,9 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
         return []
     if fioclient.clients(ctx) is not None:
         return fioclient.layout(ctx, params)
+    # The layout writes the data file too: the same check as the measured run, on the
+    # target as it is now (a link or device node planted at the file's name is refused).
+    _confine(spec, params, ctx.built)
     filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
@@ -264,7 +280,9 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
-                      outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS)
+                      outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
+                      uncached=fiochecks.uncached(spec.jobfile is not None,
+                                                    spec.options, params))
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:

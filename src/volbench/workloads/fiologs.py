@@ -23,6 +23,7 @@ leaves that second out.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -129,19 +130,26 @@ def second_histograms(logs: Mapping[str, str]) -> dict[str, dict[float, dict[flo
     """op -> second -> clat histogram (ns value -> count), summed over jobs. Lines of
     another bin count (log_hist_coarseness set in the user's options) are skipped."""
     out: dict[str, dict[float, dict[float, int]]] = {}
-    values = [plat_value(i) for i in range(PLAT_NR)]
+    values = _bin_values()
     for name, text in logs.items():
         if not _HIST_NAME.match(Path(name).name):
             continue
-        for line in text.splitlines():
+        # Spaces out first, so an empty bin is the string "0" (most of fio's 1856 are).
+        for line in text.replace(" ", "").splitlines():
             parts = line.split(",")
             if len(parts) != 3 + PLAT_NR:
                 continue
             t, op = round(float(parts[0]) / 1000.0), _op(int(parts[1]))
-            counts = {values[i]: int(c) for i, c in enumerate(parts[3:]) if c.strip() != "0"}
+            counts = {v: int(c) for v, c in zip(values, parts[3:], strict=True) if c != "0"}
             bins = out.setdefault(op, {})
-            bins[t] = merge_histograms([bins.get(t, {}), counts])
+            bins[t] = merge_histograms([bins[t], counts]) if t in bins else counts
     return out
+
+
+@functools.cache
+def _bin_values() -> tuple[float, ...]:
+    """Every bin's value (ns), computed once: per log it cost 5 ms a run."""
+    return tuple(plat_value(i) for i in range(PLAT_NR))
 
 
 def window_percentiles(logs: Mapping[str, str], series: Sequence[Series]) -> list[Metric]:

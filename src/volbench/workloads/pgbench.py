@@ -58,10 +58,13 @@ def database(spec: PgbenchSpec, params: Params) -> str:
     return name
 
 
-def _conn(ctx: RunContext) -> list[str]:
+def _conn(ctx: RunContext, *, bench: bool = False) -> list[str]:
+    """Connection options; `bench`: as the role the user's SQL runs as (pgrole), not the
+    superuser volbench's own statements need."""
     s = ctx.service
+    user = s.get("user", postgres.PG_USER)
     return ["-h", s.get("host", "<socket-dir>"), "-p", s.get("port", "<port>"),
-            "-U", s.get("user", postgres.PG_USER)]
+            "-U", s.get("bench_user", user) if bench else user]
 
 
 def _program(ctx: RunContext, name: str) -> str:
@@ -110,10 +113,12 @@ def setup(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
     which does, runs inside it: init on a throttled disk is as slow as it would be.
     """
     db = database(spec, params)
+    owner = ctx.service.get("bench_user", ctx.service.get("user", postgres.PG_USER))
     steps = [Invocation((*_psql(ctx, "postgres"), "-c", f'DROP DATABASE IF EXISTS "{db}"',
-                         "-c", f'CREATE DATABASE "{db}"'), timeout=300, throttled=False)]
+                         "-c", f'CREATE DATABASE "{db}" OWNER "{owner}"'), timeout=300,
+                        throttled=False)]
     if params["mode"] == "run":
-        steps.append(Invocation((_program(ctx, "pgbench"), *_conn(ctx),
+        steps.append(Invocation((_program(ctx, "pgbench"), *_conn(ctx, bench=True),
                                  *_init_args(spec, params), db),
                                 timeout=_init_timeout(params), throttled=False))
         steps.append(Invocation(
@@ -130,10 +135,11 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     if spec.clients_from and params["mode"] == "run":
         return _from_hosts(spec, params, ctx)
     if params["mode"] == "init":
-        return Invocation((_program(ctx, "pgbench"), *_conn(ctx), *_init_args(spec, params), db),
+        return Invocation((_program(ctx, "pgbench"), *_conn(ctx, bench=True),
+                           *_init_args(spec, params), db),
                           timeout=_init_timeout(params), cwd=ctx.rundir, outputs=_facts(ctx),
                           throttled=False)
-    argv = [_program(ctx, "pgbench"), *_conn(ctx), "-c", str(params["clients"]),
+    argv = [_program(ctx, "pgbench"), *_conn(ctx, bench=True), "-c", str(params["clients"]),
             "-j", str(params["threads"])]
     if "duration" in params:
         argv += ["-T", f"{params['duration']:.0f}"]

@@ -114,14 +114,54 @@ def _whole_seconds(value: Any) -> float:
     return seconds
 
 
+# pgbench meta-commands that run a shell command on the client machine, which is this one,
+# as root: volbench cannot confine them, so scripts may not use them.
+SHELL_COMMANDS = ("shell", "setshell")
+_META = re.compile(r"^\s*\\([A-Za-z]+)")
+SHELL_FIX = ("remove it; run commands as a `command` workload (which can run as another "
+             "user:), or compute the value in SQL")
+
+
+def shell_problem(path: Path) -> str | None:
+    """Why a pgbench script file cannot run (a \\shell or \\setshell line), or None."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"cannot read the script file {path}: {exc.strerror}"
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _META.match(line)
+        if m and m.group(1).lower() in SHELL_COMMANDS:
+            return (f"{path}:{number} uses \\{m.group(1)}, which runs a shell command on "
+                    f"this machine as root; {SHELL_FIX}")
+    return None
+
+
+def script_files(options: list[str]) -> list[tuple[int, Path]]:
+    """(index, file) of every script given in pgbench options (-f FILE, --file=FILE,
+    -fFILE, each with an optional @weight)."""
+    found: list[tuple[int, str]] = []
+    for i, option in enumerate(options):
+        if option in ("-f", "--file") and i + 1 < len(options):
+            found.append((i + 1, options[i + 1]))
+        elif option.startswith("--file="):
+            found.append((i, option[len("--file="):]))
+        elif option.startswith("-f") and len(option) > 2:
+            found.append((i, option[2:]))
+    return [(i, Path(re.sub(r"@\d+$", "", name))) for i, name in found]
+
+
 def _script(base: Path | None) -> Callable[[Any], str]:
-    """A builtin name, or a script file (relative to the experiment file's folder)."""
+    """A builtin name, or a script file (relative to the experiment file's folder) that
+    uses no \\shell or \\setshell."""
     def convert(value: Any) -> str:
         text = str(value)
         if text in BUILTINS:
             return text
         path = fieldrules.absolute(text, base)
         if path.is_file():
+            problem = shell_problem(path)
+            if problem is not None:
+                raise ValueError(problem)
             return str(path.resolve())
         raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) nor a "
                          "readable script file; expected a builtin name or a file path")
@@ -168,7 +208,8 @@ LOG_SAMPLING = Number("log_sampling", 1.0,
 CHECKPOINT = Boolean("checkpoint", True, help="CHECKPOINT after every measured run")
 PG_BIN = Text("pg_bin", "", help="bin directory of the PostgreSQL to use (default: found)")
 # Read by _cluster, key by key: each setting is checked against what volbench sets itself.
-SETTINGS = TextMap("settings", None, help="postgresql.conf settings of the throwaway cluster")
+SETTINGS = TextMap("settings", None, help="postgresql.conf settings of the throwaway cluster",
+                   one_line=True)
 FIELDS: tuple[Field[Any], ...] = (
     MODE, SCALE, CLIENTS, THREADS, TRANSACTIONS, DURATION, SCRIPT, QUERY_MODE, OPTIONS,
     INIT_OPTIONS, INIT_STEPS_FIELD, LOG_SAMPLING, CHECKPOINT, PG_BIN, SETTINGS,
@@ -230,6 +271,10 @@ def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: f
         if option.split("=")[0] in MANAGED:
             r.problem(f"options[{i}]", f"{option} is set by volbench",
                       "use the workload's fields (scale, clients, …) instead")
+    for i, path in script_files(options):
+        problem = shell_problem(fieldrules.absolute(str(path), r.base))
+        if problem is not None:
+            r.problem(f"options[{i}]", problem)
     bad = sorted(set(init_steps) - set(INIT_STEPS))
     if bad:
         r.problem("init_steps", f"unknown init steps {''.join(bad)}",

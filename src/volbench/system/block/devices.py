@@ -6,6 +6,7 @@ the command it ran in the caller's recipe.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -158,6 +159,16 @@ def discard_max_bytes(device: str) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def logical_block_size(device: str) -> int | None:
+    """The device's logical block size in bytes (a partition's is its disk's), if known."""
+    name = Path(device).resolve().name
+    for queue in (f"/sys/class/block/{name}/queue", f"/sys/class/block/{name}/../queue"):
+        with contextlib.suppress(OSError):
+            text = Path(queue, "logical_block_size").read_text().strip()
+            return int(text) if text.isdigit() else None
+    return None
 
 
 def device_number(device: str) -> str:
