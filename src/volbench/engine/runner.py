@@ -39,6 +39,7 @@ from volbench.engine.experiment import Experiment, root_problems
 from volbench.engine.plan import Group, Plan, PlannedRun, make_plan
 from volbench.engine.steadyrounds import unsteady
 from volbench.store.db import Store
+from volbench.store.location import Location
 from volbench.system import containment, journal, proc
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
@@ -77,7 +78,7 @@ class NoProgress:
 @dataclass
 class Outcome:
     experiment_id: int
-    db: Path
+    db: Location
     counts: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -168,7 +169,7 @@ class Session:
                  progress: Progress, jrnl: journal.Journal, workdir: Path) -> None:
         self.exp, self.plan, self.store, self.id = exp, plan, store, experiment_id
         self.progress, self.journal, self.workdir = progress, jrnl, workdir
-        self.outcome = Outcome(experiment_id, Path(store.path))
+        self.outcome = Outcome(experiment_id, store.path)
         self.setups: dict[tuple[str, str], str | None] = {}  # (target, key) -> error
         # (target, service key) -> the open service, or the error that stopped it.
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
@@ -414,7 +415,7 @@ class Session:
                                f"{self.exp.repeat.max} rounds; the report names them")
 
 
-def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
+def run_experiment(exp: Experiment, *, db: Location, resume: bool = False,
                    repetitions: int | None = None, progress: Progress | None = None,
                    retry_failed: bool = False, take_over: bool = False) -> Outcome:
     """Run a whole experiment into the database at `db`; returns what happened.

@@ -1,16 +1,20 @@
-"""Results in SQLite: every run is committed the moment it ends.
+"""Results in SQLite or PostgreSQL: every run is committed the moment it ends.
 
-The schema is versioned with PRAGMA user_version and upgraded by numbered
-migrations; a database from a newer volbench is refused instead of misread.
-Raw outputs are kept verbatim (zlib-compressed) next to the parsed metrics, so a
-parser fix can re-read old runs.
+One Store over both backends (location.py picks by --db): SQLite is the default and
+the reference, PostgreSQL (pg.py) takes the same SQL for a team's shared store. The
+schema is versioned and upgraded by numbered migrations (schema.py); a database from a
+newer volbench is refused instead of misread. Raw outputs are kept verbatim
+(zlib-compressed) next to the parsed metrics, so a parser fix can re-read old runs.
+Experiments and runs carry UUIDs, so push/pull (sync.py) copies each exactly once.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import time
+import uuid
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,7 +35,8 @@ from volbench.core.model import (
     TargetRow,
     canonical_json,
 )
-from volbench.store import claims, schema
+from volbench.store import claims, pg, schema
+from volbench.store.location import Location, PgLocation
 from volbench.system.block import space
 
 SCHEMA_VERSION = schema.VERSION
@@ -55,12 +60,28 @@ def _wal(db: sqlite3.Connection, wait: float = 30.0) -> None:
 
 
 class Store:
-    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
-        """`read_only`: never write to the file (reports); implies not creating it."""
+    """The results of experiments, in the database at a location (file or URL)."""
+
+    db: schema.Connection
+
+    def __init__(self, path: Location, *, create: bool = True, read_only: bool = False
+                 ) -> None:
+        """`read_only`: never write to the file (reports); implies not creating it.
+
+        A PostgreSQL location is connected to and brought to the current schema (in
+        the schema `volbench`, made if missing); `read_only` does not apply to it."""
+        self.path: Location = path
+        if isinstance(path, PgLocation):
+            self.db = pg.connect(path)
+            try:
+                schema.migrate(self.db, path)
+            except BaseException:
+                self.db.close()
+                raise
+            return
         if (read_only or not create) and not path.exists():
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")
-        self.path = path
         if read_only:
             self.db = _read_only(path)
             return
@@ -81,7 +102,12 @@ class Store:
             raise StoreError(database_problem(path, exc)) from exc
         schema.migrate(self.db, path)
 
+    @property
+    def is_postgres(self) -> bool:
+        return isinstance(self.db, pg.PgConnection)
+
     def _full(self) -> str:
+        assert isinstance(self.path, Path)
         return space.output_full(
             self.path.resolve().parent, f"the results database {self.path.name}",
             "give --db a path on a larger filesystem; the runs stored so far are kept")
@@ -99,6 +125,10 @@ class Store:
             if "full" not in str(exc):
                 raise
             raise StoreError(self._full()) from exc
+        except Exception as exc:
+            if isinstance(self.path, PgLocation) and pg.is_database_error(exc):
+                raise StoreError(pg.server_problem(self.path, exc)) from exc
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -133,9 +163,10 @@ class Store:
                     return None
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
-                " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                " status, uuid, host) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
-                 time.time()))
+                 time.time(), str(uuid.uuid4()),
+                 str(environment.get("hostname") or socket.gethostname())))
             assert cur.lastrowid is not None
             if claim:  # in the same transaction: a --resume elsewhere cannot slip in between
                 claims.insert(self.db, cur.lastrowid, claims.me())
@@ -166,42 +197,52 @@ class Store:
 
     def save_target(self, experiment_id: int, name: str, type_: str, status: str,
                     info: Mapping[str, Any], error: str = "") -> None:
-        with self.db:
+        with self._writing():
             self.db.execute(
                 "INSERT OR REPLACE INTO targets (experiment_id, name, type, status, error, info,"
                 " built) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (experiment_id, name, type_, status, error, canonical_json(info), time.time()))
 
-    def save_run(self, experiment_id: int, run: RunResult) -> int:
-        """Insert one run with everything it produced, in one transaction."""
+    def save_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
+                 run_uuid: str | None = None) -> int:
+        """Insert one run with everything it produced, in one transaction: the run is
+        stored whole or not at all. `fingerprint`: the digest save_fingerprint gave."""
         with self._writing():
-            cur = self.db.execute(
-                "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
-                " warmup, status, started, ended, argv, exit_code, error, annotations)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (experiment_id, run.target, run.workload, canonical_json(dict(run.params)),
-                 run.case_key, run.repetition, int(run.warmup), str(run.status), run.started,
-                 run.ended, json.dumps(list(run.argv)), run.exit_code, run.error,
-                 canonical_json(dict(run.annotations))))
-            run_id = cur.lastrowid
-            assert run_id is not None
-            self.db.execute(
-                "INSERT INTO metrics_json (run_id, metrics) VALUES (?, ?)",
-                (run_id, json.dumps([m.to_json() for m in run.metrics], separators=(",", ":"))))
-            self._save_parsed(run_id, run.parsed)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit) VALUES (?, ?, ?)",
-                {(experiment_id, m.name, m.unit) for m in run.parsed.metrics})
-            if run.status is Status.OK and not run.warmup:
-                params = canonical_json(dict(run.params))
-                for h in run.parsed.histograms:
-                    schema.add_to_totals(self.db, (experiment_id, run.target, run.workload,
-                                                   params, h.name, h.unit,
-                                                   canonical_json(dict(h.tags))), list(h.bins))
-            self.db.executemany(
-                "INSERT INTO outputs (run_id, name, content) VALUES (?, ?, ?)",
-                [(run_id, name, zlib.compress(text.encode(), 6))
-                 for name, text in run.outputs.items()])
+            return self.insert_run(experiment_id, run, fingerprint=fingerprint,
+                                   run_uuid=run_uuid)
+
+    def insert_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
+                   run_uuid: str | None = None) -> int:
+        """save_run inside the caller's transaction (push copies a whole experiment in
+        one); commits nothing."""
+        cur = self.db.execute(
+            "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
+            " warmup, status, started, ended, argv, exit_code, error, annotations, uuid,"
+            " fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (experiment_id, run.target, run.workload, canonical_json(dict(run.params)),
+             run.case_key, run.repetition, int(run.warmup), str(run.status), run.started,
+             run.ended, json.dumps(list(run.argv)), run.exit_code, run.error,
+             canonical_json(dict(run.annotations)), run_uuid or str(uuid.uuid4()),
+             fingerprint))
+        run_id = cur.lastrowid
+        assert run_id is not None
+        self.db.execute(
+            "INSERT INTO metrics_json (run_id, metrics) VALUES (?, ?)",
+            (run_id, json.dumps([m.to_json() for m in run.metrics], separators=(",", ":"))))
+        self._save_parsed(run_id, run.parsed)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit) VALUES (?, ?, ?)",
+            {(experiment_id, m.name, m.unit) for m in run.parsed.metrics})
+        if run.status is Status.OK and not run.warmup:
+            params = canonical_json(dict(run.params))
+            for h in run.parsed.histograms:
+                schema.add_to_totals(self.db, (experiment_id, run.target, run.workload,
+                                               params, h.name, h.unit,
+                                               canonical_json(dict(h.tags))), list(h.bins))
+        self.db.executemany(
+            "INSERT INTO outputs (run_id, name, content) VALUES (?, ?, ?)",
+            [(run_id, name, zlib.compress(text.encode(), 6))
+             for name, text in run.outputs.items()])
         return run_id
 
     def _save_parsed(self, run_id: int, parsed: Parsed) -> None:
@@ -315,6 +356,9 @@ class Store:
         """Each run as a JSON object (the report's run shape, with every metric), put
         together by SQLite from stored JSON pieces (see schema v2, metrics_json)."""
         ids = list(experiment_ids)
+        if isinstance(self.db, pg.PgConnection):
+            yield from pg.runs_json(self.db, ids)
+            return
         marks = ",".join("?" * len(ids))
         # Concatenated as text: params, argv and the metrics are stored as compact JSON
         # already, and json()/json_object would parse every one of them again.
@@ -450,7 +494,7 @@ def _experiment(row: tuple[Any, ...]) -> ExperimentRow:
 
 
 @contextmanager
-def opened(path: Path, *, create: bool = True) -> Iterator[Store]:
+def opened(path: Location, *, create: bool = True) -> Iterator[Store]:
     store = Store(path, create=create)
     try:
         yield store
