@@ -206,10 +206,36 @@ class Store:
     def save_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
                  run_uuid: str | None = None) -> int:
         """Insert one run with everything it produced, in one transaction: the run is
-        stored whole or not at all. `fingerprint`: the digest save_fingerprint gave."""
+        stored whole or not at all. `fingerprint`: the digest save_fingerprint gave.
+
+        A PostgreSQL connection lost on the way is opened again and the run stored once
+        (its UUID tells whether the lost commit made it); if the server stays away the
+        error says so and that --resume continues."""
+        run_uuid = run_uuid or str(uuid.uuid4())
+        try:
+            with self._writing():
+                return self.insert_run(experiment_id, run, fingerprint=fingerprint,
+                                       run_uuid=run_uuid)
+        except StoreError:
+            if not self._reconnected():
+                raise
+        found = self.db.execute("SELECT id FROM runs WHERE uuid = ?", (run_uuid,)).fetchone()
+        if found is not None:
+            return int(found[0])
         with self._writing():
             return self.insert_run(experiment_id, run, fingerprint=fingerprint,
                                    run_uuid=run_uuid)
+
+    def _reconnected(self) -> bool:
+        """After an error: True if it was a lost PostgreSQL connection, now open again."""
+        if not isinstance(self.db, pg.PgConnection) or not self.db.lost:
+            return False
+        assert isinstance(self.path, PgLocation)
+        try:
+            self.db = pg.connect(self.path)
+        except StoreError:
+            return False
+        return True
 
     def insert_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
                    run_uuid: str | None = None) -> int:

@@ -111,7 +111,12 @@ class PgConnection:
     def rollback(self) -> None:
         if self._in_transaction:
             self._in_transaction = False
-            self.conn.execute("ROLLBACK")
+            if not self.lost:  # a lost connection's transaction is gone with it
+                self.conn.execute("ROLLBACK")
+
+    @property
+    def lost(self) -> bool:
+        return bool(self.conn.closed or self.conn.broken)
 
     def __enter__(self) -> PgConnection:
         self._begin()

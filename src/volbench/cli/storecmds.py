@@ -1,0 +1,154 @@
+"""The commands over whole stores: push, pull, export (and the --db option they share).
+
+`--db` takes a file or a postgresql:// URL, and defaults to VOLBENCH_DB, then volbench.db.
+A URL is printed only redacted (location.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from volbench.core.errors import VolbenchError
+from volbench.core.model import ExperimentRow
+from volbench.store import location, pg, sync
+from volbench.store.db import Store
+
+DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
+           "else volbench.db)")
+
+
+def db_arg(text: str) -> location.Location:
+    """argparse type of --db and the database arguments: a path or a PostgreSQL URL."""
+    try:
+        return location.parse(text)
+    except location.LocationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    """--db, defaulting to VOLBENCH_DB (read when the parser is made, i.e. per command)."""
+    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
+    parser.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
+
+
+def database_error(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """One line for a PostgreSQL error that escaped a command (a connection lost while
+    reading, say), or None when `exc` is not one."""
+    where = getattr(args, "db", None)
+    if not pg.is_database_error(exc):
+        return None
+    if isinstance(where, location.PgLocation):
+        return pg.server_problem(where, exc)
+    return f"PostgreSQL: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+
+
+def origin(store: Store, row: ExperimentRow) -> str:
+    """`host, date` of an experiment, for lists: names alone clash between hosts."""
+    found = store.db.execute("SELECT host FROM experiments WHERE id = ?", (row.id,)).fetchone()
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.created))
+    return f"{found[0] or '?'}, {when}" if found else when
+
+
+def lab_db(db: location.Location) -> Path:
+    """lab run brings a results file back from the VM: --db must be a file there."""
+    if isinstance(db, Path):
+        return db
+    raise VolbenchError(f"lab run brings its results back as a file, not to {db}; run it "
+                        "with --db FILE, then: volbench push FILE --to URL")
+
+
+def _which(store: Store, wanted: list[str] | None) -> list[int] | None:
+    if not wanted or "all" in wanted:
+        return None
+    rows = store.experiments()
+    ids = []
+    for w in wanted:
+        match = [r.id for r in rows if str(r.id) == w or r.name == w]
+        if not match:
+            raise VolbenchError(f"no experiment '{w}' in {store.path}; `volbench report --list "
+                                f"--db {store.path}` shows what is there")
+        ids += match
+    return ids
+
+
+def _copy(source: location.Location, destination: location.Location,
+          wanted: list[str] | None, verb: str) -> int:
+    if source == destination:
+        raise VolbenchError(f"--to {destination} is where the experiments come from; "
+                            "give another database")
+    with Store(source, read_only=True) as src, Store(destination) as dst:
+        done = sync.copy(src, dst, _which(src, wanted),
+                         lambda name, runs: print(f"{verb} {name}: {runs} new run(s)"))
+    print(f"{done.experiments} new experiment(s), {done.runs} new run(s) in {destination}")
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    return _copy(args.source, args.to, args.experiment, "pushed")
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    return _copy(args.source, args.to, args.experiment, "pulled")
+
+
+def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
+    """One JSON object per run (the report's run shape) with its experiment and
+    environment in front: for Elasticsearch, BigQuery or ClickHouse loaders."""
+    rows = {r[0]: r[1:] for r in store.db.execute(
+        "SELECT id, uuid, host, name, created, environment FROM experiments")}
+    for exp_id in ids if ids is not None else sorted(rows):
+        uuid, host, name, created, environment = rows[exp_id]
+        head = json.dumps({"id": uuid, "name": name, "host": host, "created": created},
+                          separators=(",", ":"))
+        prefix = f'{{"experiment":{head},"environment":{environment},'
+        for text in store.runs_json([exp_id]):
+            yield prefix + text[1:]
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with Store(args.db, read_only=True) as store:
+        ids = _which(store, args.experiment)
+        out: TextIO = sys.stdout if args.output is None else args.output.open("w")
+        try:
+            n = 0
+            for line in export_lines(store, ids):
+                out.write(line + "\n")
+                n += 1
+        finally:
+            if args.output is not None:
+                out.close()
+    if args.output is not None:
+        print(f"wrote {n} run(s) to {args.output}")
+    return 0
+
+
+Adder = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+
+
+def add_commands(add: Adder) -> None:
+    """push, pull and export, through the main parser's `add`."""
+    for name, fn, text in (
+            ("push", cmd_push, "copy experiments from a local database to a team store "
+             "(by UUID: twice adds nothing; an interrupted push resumes)"),
+            ("pull", cmd_pull, "copy experiments from a team store into a local database")):
+        cmd = add(name, fn, text)
+        cmd.add_argument("source", type=db_arg, metavar="FROM",
+                         help="the database to copy from (file or postgresql:// URL)")
+        cmd.add_argument("--to", type=db_arg, required=True, metavar="DB",
+                         help="the database to copy into (file or postgresql:// URL)")
+        cmd.add_argument("--experiment", action="append", metavar="ID|NAME|all",
+                         help="which experiment(s) (default: all)")
+    exp = add("export", cmd_export, "every run as one JSON line (ndjson) with its "
+              "experiment and environment")
+    add_db(exp)
+    exp.add_argument("--format", choices=("ndjson",), default="ndjson")
+    exp.add_argument("--experiment", action="append", metavar="ID|NAME|all",
+                     help="which experiment(s) (default: all)")
+    exp.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
