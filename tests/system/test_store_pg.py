@@ -175,3 +175,37 @@ def test_claims_work_as_on_sqlite(pg_url: str, sleeper: subprocess.Popen[bytes])
         # --resume of a new experiment: the second look finds the first's.
         assert store.begin_if_new("e2", "h2", {}, {}, 1) is not None
         assert store.begin_if_new("e2", "h2", {}, {}, 1) is None
+
+
+def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
+        tmp_path: Path, workdir: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from support import tool
+    from volbench.cli.main import main
+
+    tool("fio")
+    target = workdir / "dir"
+    target.mkdir()
+    doc = {"name": "pgrun", "workdir": str(workdir / "work"), "repeat": 2,
+           "targets": [{"name": "d", "type": "directory", "path": str(target)}],
+           "workloads": [{"name": "w", "tool": "fio", "rw": "randread", "bs": "4k",
+                          "size": "4M", "runtime": "1s", "direct": False}]}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VOLBENCH_DB", pg_url)
+    assert main(["run", "--quiet", str(tmp_path / "e.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert PASSWORD not in out and "results in postgresql://vbowner:***@/" in out
+    assert (tmp_path / "volbench-report.md").exists()
+    with Store(location.parse(pg_url)) as store:
+        (exp,) = store.experiments()
+        runs = store.runs([exp.id])
+        assert len([r for r in runs if not r.warmup]) == 2
+        prints = store.fingerprints([exp.id])
+        assert len(prints) == len(runs) and len({json.dumps(p) for p in prints.values()}) == 1
+        fp = next(iter(prints.values()))
+        assert fp["host.kernel"] and fp["fs.type"] and fp["tool.fio"].startswith("fio-")
+    assert main(["run", "--quiet", "--resume", str(tmp_path / "e.yaml")]) == 0
+    assert "already done" in capsys.readouterr().out

@@ -10,6 +10,7 @@ finish the job if volbench itself is killed.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import signal
@@ -43,7 +44,7 @@ from volbench.store.location import Location
 from volbench.system import containment, journal, proc
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
-from volbench.system.host import hostinfo, tools
+from volbench.system.host import fingerprint, hostinfo, tools
 from volbench.system.recipe import Recipe
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
@@ -176,6 +177,7 @@ class Session:
         self._stack: ExitStack | None = None
         # Runs started on each target since it was built (reset when it is built again).
         self.target_runs: dict[str, int] = {}
+        self.fingerprints: dict[str, str] = {}  # target -> digest (fingerprint.py)
         self._runs = 0
         # Read once, handed to every workload (workloads read no /proc or process state).
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
@@ -287,6 +289,18 @@ class Session:
         return RunResult(run.target, run.workload, run.params, run.repetition, Status.FAILED,
                          now, now, run.warmup, error=error)
 
+    def fingerprint(self, built: Built) -> str:
+        """The digest of the environment runs on `built` ran in, stored once per target."""
+        if built.name not in self.fingerprints:
+            env = self.store.experiment(self.id).environment
+            tools = env.get("checked", {}).get("tools", {})
+            extra = {"lab": json.dumps(env["lab"], sort_keys=True)} if "lab" in env else {}
+            found = fingerprint.gather(path=built.path, devices=built.devices,
+                                       cgroup=built.cgroup, versions=tools, extra=extra)
+            self.fingerprints[built.name] = self.store.save_fingerprint(
+                found, fingerprint.digest(found))
+        return self.fingerprints[built.name]
+
     def execute(self, run: PlannedRun, built: Built) -> RunResult:
         self.progress.run_started(run)
         rundir = self.rundir(f"{run.target}-{run.workload}")
@@ -300,7 +314,7 @@ class Session:
             raise
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
-        self.store.save_run(self.id, result)
+        self.store.save_run(self.id, result, fingerprint=self.fingerprint(built))
         counts = self.outcome.counts
         counts[str(result.status)] = counts.get(str(result.status), 0) + 1
         self.progress.run_finished(run, result)

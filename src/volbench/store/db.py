@@ -203,6 +203,22 @@ class Store:
                 " built) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (experiment_id, name, type_, status, error, canonical_json(info), time.time()))
 
+    def save_fingerprint(self, fingerprint: Mapping[str, Any], digest: str) -> str:
+        """Store a run environment's fingerprint once (by `digest`); returns the digest."""
+        with self._writing():
+            self.db.execute("INSERT OR IGNORE INTO fingerprints (digest, document)"
+                            " VALUES (?, ?)", (digest, canonical_json(dict(fingerprint))))
+        return digest
+
+    def fingerprints(self, experiment_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Run id -> its fingerprint (runs stored without one are left out)."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT r.id, f.document FROM runs r JOIN fingerprints f ON f.digest ="
+            f" r.fingerprint WHERE r.experiment_id IN ({marks})", ids).fetchall()
+        return {int(r[0]): json.loads(r[1]) for r in rows}
+
     def save_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
                  run_uuid: str | None = None) -> int:
         """Insert one run with everything it produced, in one transaction: the run is

@@ -36,6 +36,7 @@ KEYS = {
     "targets": ("experiment_id", "name"),
     "histogram_totals": ("experiment_id", "target", "workload", "params", "name", "tags"),
     "metric_kinds": ("experiment_id", "name", "unit"),
+    "fingerprints": ("digest",),
 }
 # Tables whose inserts report the new row's id (sqlite3's cursor.lastrowid).
 WITH_ID = ("experiments", "runs")
