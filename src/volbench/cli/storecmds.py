@@ -1,4 +1,4 @@
-"""The commands over whole stores: push, pull, export (and the --db option they share).
+"""The commands over whole stores: push, pull, history, export (and their --db option).
 
 `--db` takes a file or a postgresql:// URL, and defaults to VOLBENCH_DB, then volbench.db.
 A URL is printed only redacted (location.py).
@@ -7,6 +7,7 @@ A URL is printed only redacted (location.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import TextIO
 
 from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
+from volbench.store import history as storehistory
 from volbench.store import location, pg, sync
 from volbench.store.db import Store
 
@@ -129,6 +131,65 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _since(text: str) -> float:
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%d"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date like 2026-03-01, got {text!r}"
+                                         ) from None
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (host.kernel=6.1.0-26-amd64), "
+                                         f"got {text!r}")
+    return key, value
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def history_text(lines: list[storehistory.Line]) -> str:
+    """The history table: one block per line, its points, verdicts and change points."""
+    out = []
+    for line in lines:
+        tags = ", ".join(f"{k}={v}" for k, v in sorted(line.tags.items()))
+        out.append(f"{line.case}: {line.metric} ({line.unit}{', ' + tags if tags else ''}), "
+                   f"{len(line.points)} experiment(s)")
+        for p in line.points:
+            ci = f"{p.low:.4g}–{p.high:.4g}" if p.low is not None and p.high is not None \
+                else "-"
+            if p.differs:
+                note = "not compared, differs in " + ", ".join(
+                    f"{k} {a} → {b}" for k, a, b in p.differs[:4])
+            else:
+                note = f"{p.verdict} ×{p.ratio:.3f}" if p.ratio is not None else p.verdict
+            out.append(f"  {p.experiment:>5} {p.host:<16} {_when(p.created)}  n={p.runs:<3} "
+                       f"{p.median:>12.4g}  [{ci}]  {note}".rstrip())
+        for c in line.change_points:
+            at = line.points[c.index]
+            out.append(f"  change point: from experiment {at.experiment} ({_when(at.created)}, "
+                       f"{at.host}): {c.before:.4g} → {c.after:.4g} ({c.change:+.1%}, "
+                       f"p {c.p_value:.3f})")
+        if not line.change_points:
+            out.append("  no change point")
+    return "\n".join(out) + "\n" if out else "no history: no measured runs match\n"
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    filters = storehistory.Filters(args.experiment, args.since, args.host,
+                                   dict(args.fingerprint or []), tuple(args.allow or ()))
+    with Store(args.db, read_only=True) as store:
+        lines = storehistory.build(store, filters, args.metric)
+    if args.format == "json":
+        print(json.dumps([dataclasses.asdict(line) for line in lines], indent=1))
+    else:
+        print(history_text(lines), end="")
+    return 0
+
+
 Adder = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
 
 
@@ -145,6 +206,20 @@ def add_commands(add: Adder) -> None:
                          help="the database to copy into (file or postgresql:// URL)")
         cmd.add_argument("--experiment", action="append", metavar="ID|NAME|all",
                          help="which experiment(s) (default: all)")
+    hist = add("history", cmd_history, "one case's headline metric across the experiments of "
+               "one name: verdicts between consecutive comparable ones, change points")
+    add_db(hist)
+    hist.add_argument("--experiment", metavar="NAME",
+                      help="the experiment name to follow (default: the latest one's)")
+    hist.add_argument("--metric", help="metric (default: the first headline metric there)")
+    hist.add_argument("--since", type=_since, metavar="YYYY-MM-DD")
+    hist.add_argument("--host", help="only experiments run on this host")
+    hist.add_argument("--fingerprint", type=_key_value, action="append", metavar="KEY=VALUE",
+                      help="only runs whose environment has this (e.g. host.kernel=6.1.0)")
+    hist.add_argument("--allow", action="append", metavar="KEY",
+                      help="fingerprint field (or section, e.g. host) that may change "
+                      "between compared experiments")
+    hist.add_argument("--format", choices=("table", "json"), default="table")
     exp = add("export", cmd_export, "every run as one JSON line (ndjson) with its "
               "experiment and environment")
     add_db(exp)
