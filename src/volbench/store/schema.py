@@ -9,6 +9,7 @@ version than this volbench knows is refused, never misread.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -244,6 +245,42 @@ def _v4(db: Connection) -> None:
         db.execute(statement)
 
 
+# Views for dashboards and ad-hoc SQL (docs/store.md): measured runs' metrics with their
+# experiment, and one summary row per experiment and case. {time}/{json} differ by backend.
+VIEWS = (
+    """CREATE VIEW run_metrics AS
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host,
+           {time}(e.created) AS experiment_time, {time}(r.started) AS run_time,
+           r.target, r.workload, {json}(r.params) AS params, r.repetition, r.uuid AS run_uuid,
+           r.fingerprint, m.name AS metric, m.value, m.unit, {json}(m.tags) AS tags
+    FROM runs r JOIN experiments e ON e.id = r.experiment_id JOIN metrics m ON m.run_id = r.id
+    WHERE r.status = 'ok' AND r.warmup = 0""",
+    """CREATE VIEW experiment_list AS
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host, e.status,
+           {time}(e.created) AS created, {time}(e.finished) AS finished,
+           (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id) AS runs
+    FROM experiments e""",
+    """CREATE VIEW case_summary AS
+    SELECT experiment_uuid, experiment, host, experiment_time, target, workload,
+           {text}(params) AS params, metric, unit, {text}(tags) AS tags, count(value) AS n,
+           avg(value) AS mean, min(value) AS min, max(value) AS max
+    FROM run_metrics GROUP BY experiment_uuid, experiment, host, experiment_time, target,
+           workload, {text}(params), metric, unit, {text}(tags)""",
+)
+
+
+def _v5(db: Connection) -> None:
+    """The views of VIEWS (docs/store.md), in each backend's time and JSON types."""
+    pg_like = isinstance(db, PgConnection)
+    words = ({"time": "to_timestamp", "json": "jsonb", "text": "text"} if pg_like else
+             {"time": "_unixepoch", "json": "json", "text": ""})
+    for view in VIEWS:
+        text = view.format(**words)
+        if not pg_like:  # SQLite: datetime(x, 'unixepoch'); no cast needed for text
+            text = re.sub(r"_unixepoch\(([\w.]+)\)", r"datetime(\1, 'unixepoch')", text)
+        db.execute(text)
+
+
 def _ddl(db: Connection, statement: str) -> None:
     if isinstance(db, PgConnection):
         db.execute_ddl(statement)
@@ -266,7 +303,7 @@ def _set_version(db: Connection, number: int) -> None:
 
 
 Migration = str | Callable[[Connection], None]
-MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4]
+MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5]
 VERSION = len(MIGRATIONS)
 
 
