@@ -11,9 +11,10 @@ rolls the open transaction back).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from volbench.core.bulk import paused_gc
+from volbench.store import bulkinsert
 from volbench.store.db import Store
 
 EXPERIMENT_COLUMNS = ("name, spec_hash, document, environment, seed, created, finished, status,"
@@ -81,16 +82,8 @@ def _copy_experiment(source: Store, destination: Store, exp_id: int) -> tuple[in
                        [(target_id, *t) for t in targets])
         db.executemany("INSERT OR IGNORE INTO fingerprints (digest, document) VALUES (?, ?)",
                        fingerprints.items())
-        if missing:
-            runs = source.runs([exp_id], outputs=True, series=True, histograms=True)
-            for run in runs:
-                run_id = int(run.annotations["run_id"])
-                if run_id not in missing:
-                    continue
-                notes = {k: v for k, v in run.annotations.items() if k != "run_id"}
-                ruuid, fingerprint = wanted[run_id]
-                destination.insert_run(target_id, replace(run, annotations=notes),
-                                       fingerprint=fingerprint, run_uuid=ruuid)
+        bulkinsert.copy_runs(source.db, db, exp_id, target_id, sorted(missing),
+                             whole=found is None)
     return len(missing), found is None
 
 
