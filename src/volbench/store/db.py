@@ -102,10 +102,6 @@ class Store:
             raise StoreError(database_problem(path, exc)) from exc
         schema.migrate(self.db, path)
 
-    @property
-    def is_postgres(self) -> bool:
-        return isinstance(self.db, pg.PgConnection)
-
     def _full(self) -> str:
         assert isinstance(self.path, Path)
         return space.output_full(

@@ -39,6 +39,9 @@ class Filters:
 
 @dataclass(frozen=True)
 class Point:
+    """One experiment on a history line: its measured runs' median and 95 % interval
+    of the mean (None with one run), and how it compares with the point before."""
+
     experiment: int
     uuid: str
     host: str
@@ -54,6 +57,9 @@ class Point:
 
 @dataclass(frozen=True)
 class Line:
+    """One case and metric (with its tags) across experiments, oldest first, and the
+    change points found over it (indices into `points`)."""
+
     case: str  # target / workload / params
     metric: str
     unit: str

@@ -105,11 +105,13 @@ class PgConnection:
             self._in_transaction = True
 
     def commit(self) -> None:
+        """End the open transaction, keeping its changes (nothing open: nothing to do)."""
         if self._in_transaction:
             self._in_transaction = False
             self.conn.execute("COMMIT")
 
     def rollback(self) -> None:
+        """Drop the open transaction's changes (nothing open: nothing to do)."""
         if self._in_transaction:
             self._in_transaction = False
             if not self.lost:  # a lost connection's transaction is gone with it
@@ -117,6 +119,7 @@ class PgConnection:
 
     @property
     def lost(self) -> bool:
+        """Is the connection gone (closed, or broken by the server or the network)?"""
         return bool(self.conn.closed or self.conn.broken)
 
     def __enter__(self) -> PgConnection:
@@ -131,6 +134,8 @@ class PgConnection:
 
     # -- statements -------------------------------------------------------------------
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
+        """One statement of the store's SQL; an INSERT into experiments or runs reports
+        the new id as the cursor's lastrowid, as sqlite3 does."""
         if sql.strip() == "BEGIN IMMEDIATE":
             self._begin()
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
@@ -144,15 +149,18 @@ class PgConnection:
         return PgCursor(self.conn.execute(text, parameters))
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> None:
+        """One statement for each parameter row (sent as one pipeline by psycopg)."""
         rows = list(parameters)
         if rows:
             with self.conn.cursor() as cur:
                 cur.executemany(translate(sql), rows)
 
     def execute_ddl(self, sql: str) -> None:
+        """One statement of schema.py's DDL, in PostgreSQL's types."""
         self.conn.execute(translate_ddl(sql))
 
     def close(self) -> None:
+        """Close the connection (an open transaction is rolled back by the server)."""
         self.conn.close()
 
 
