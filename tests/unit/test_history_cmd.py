@@ -83,3 +83,25 @@ def test_history_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main(["history", "--db", str(tmp_path / "r.db"), "--fingerprint", "nokey"])
     assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def one(path: Path, kernel: str) -> None:
+    with Store(path) as store:
+        exp = store.begin_experiment("e", "h", {"name": "e"}, {}, 1)
+        fp = {**BASE, "host.kernel": kernel}
+        digest = store.save_fingerprint(fp, fingerprint.digest(fp))
+        for rep in range(3):
+            store.save_run(exp, make_run("t", {"iops": 1000.0 + rep}, rep, started=1.0),
+                           fingerprint=digest)
+
+
+def test_compare_names_the_environment_fields_that_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one(tmp_path / "a.db", "6.1")
+    one(tmp_path / "b.db", "6.12")
+    one(tmp_path / "c.db", "6.1")
+    assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "b.db")]) == 0
+    err = capsys.readouterr().err
+    assert "note: A and B ran in different environments: host.kernel: 6.1 → 6.12" in err
+    assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "c.db")]) == 0
+    assert "different environments" not in capsys.readouterr().err

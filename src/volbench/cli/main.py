@@ -176,10 +176,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from volbench.report.compare import compare_reports
 
     options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
-    sides = []
+    sides, environments = [], []
     for path, wanted in ((args.a, args.experiment_a), (args.b, args.experiment_b)):
         with Store(path, read_only=True) as store:
-            sides.append(_report_for(store, _experiment_ids(store, wanted), options))
+            ids = _experiment_ids(store, wanted)
+            sides.append(_report_for(store, ids, options))
+            environments.append(storecmds.environment_of(store, ids))
+    if note := storecmds.environment_note(*environments):
+        print(note, file=sys.stderr)
     result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
     text = setcompare.render(result, args.format, options.metrics)
     _emit(text, args.output)

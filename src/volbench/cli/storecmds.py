@@ -14,10 +14,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
+from volbench.stats.history import differences
 from volbench.store import history as storehistory
 from volbench.store import location, pg, sync
 from volbench.store.db import Store
@@ -56,6 +57,24 @@ def origin(store: Store, row: ExperimentRow) -> str:
     found = store.db.execute("SELECT host FROM experiments WHERE id = ?", (row.id,)).fetchone()
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.created))
     return f"{found[0] or '?'}, {when}" if found else when
+
+
+def environment_of(store: Store, ids: list[int]) -> dict[str, Any]:
+    """The fingerprint most of these experiments' runs ran in ({} when none has one)."""
+    prints = [json.dumps(fp, sort_keys=True) for fp in store.fingerprints(ids).values()]
+    return json.loads(max(set(prints), key=prints.count)) if prints else {}
+
+
+def environment_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """One line naming the fingerprint fields two compared sides differ in, or None."""
+    if not a or not b:
+        return None
+    found = differences(a, b)
+    if not found:
+        return None
+    shown = "; ".join(f"{k}: {x} → {y}" for k, x, y in found[:8])
+    more = f" (and {len(found) - 8} more)" if len(found) > 8 else ""
+    return f"note: A and B ran in different environments: {shown}{more}"
 
 
 def lab_db(db: location.Location) -> Path:
