@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,12 +196,16 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VOLBENCH_DB", pg_url)
+    # As the shell would have it: the environment keeps argv, never the password in it.
+    monkeypatch.setattr(sys, "argv", ["volbench", "run", "--db", pg_url, "e.yaml"])
     assert main(["run", "--quiet", str(tmp_path / "e.yaml")]) == 0
     out = capsys.readouterr().out
     assert PASSWORD not in out and "results in postgresql://vbowner:***@/" in out
     assert (tmp_path / "volbench-report.md").exists()
     with Store(location.parse(pg_url)) as store:
         (exp,) = store.experiments()
+        assert PASSWORD not in json.dumps(exp.environment)
+        assert "vbowner:***@" in " ".join(exp.environment["argv"])
         runs = store.runs([exp.id])
         assert len([r for r in runs if not r.warmup]) == 2
         prints = store.fingerprints([exp.id])

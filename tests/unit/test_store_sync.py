@@ -131,3 +131,16 @@ def test_export_writes_one_run_per_line_with_experiment_and_environment(
                  "-o", str(tmp_path / "x.ndjson")]) == 0
     assert "wrote 1 run(s)" in capsys.readouterr().out
     assert json.loads((tmp_path / "x.ndjson").read_text())["repetition"] == 0
+
+
+def test_a_crash_report_keeps_the_command_without_the_password(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from volbench.cli import crashreport
+
+    monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path))
+    line = crashreport.save(RuntimeError("boom"), ["push", "a.db", "--to",
+                                                   "postgresql://me:hunter2@db1/bench"])
+    (saved,) = tmp_path.glob("crash-*.txt")
+    assert str(saved) in line
+    text = saved.read_text()
+    assert "postgresql://me:***@db1/bench" in text and "hunter2" not in text

@@ -39,6 +39,7 @@ from volbench.engine.execution import measure, prepare_rundir, run_invocation, w
 from volbench.engine.experiment import Experiment, root_problems
 from volbench.engine.plan import Group, Plan, PlannedRun, make_plan
 from volbench.engine.steadyrounds import unsteady
+from volbench.store import location
 from volbench.store.db import Store
 from volbench.store.location import Location
 from volbench.system import containment, journal, proc
@@ -463,6 +464,8 @@ def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: boo
                 progress.note(note)
             return previous.id, plan, True
         env = hostinfo.capture(required_tools(exp), versions)
+        # The command line is kept with the results; a --db URL's password is not.
+        env["argv"] = [location.redact(arg) for arg in env.get("argv", [])]
         if exp.lab is not None and hostinfo.inside_lab():
             # The disks' caps and flush mode are part of what was measured, and the
             # document only holds the classes the file spelled out, not the defaults.
