@@ -3,7 +3,7 @@ services/postgres.py (the code pgbench's clusters use) on a Unix socket in a tem
 directory, stopped and deleted at the end. Each test gets a database of its own, owned by
 an ordinary role (no superuser), and dropped afterwards.
 
-Import the fixtures into a test module: `from pgstore import pg_server, pg_url  # noqa`.
+The fixtures are registered once in tests/conftest.py (one server per session).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import pgstore
 from pgstore import PASSWORD, PgServer
 from volbench.core.errors import StoreError
 from volbench.core.model import Histogram, Metric, Parsed, RunResult, Series, Status
@@ -21,7 +20,6 @@ from volbench.store.db import Store
 from volbench.system import procfs
 
 pytestmark = pytest.mark.root
-pg_server, pg_url = pgstore.pg_server, pgstore.pg_url  # the fixtures, for this module
 
 
 def run(target: str, rep: int, *, status: Status = Status.OK, warmup: bool = False,

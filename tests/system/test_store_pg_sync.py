@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import pgstore
 from pgstore import PASSWORD, PgServer
 from support import ROOT, make_run
 from volbench.cli.main import main
@@ -23,7 +22,6 @@ from volbench.store import location
 from volbench.store.db import Store
 
 pytestmark = pytest.mark.root
-pg_server, pg_url = pgstore.pg_server, pgstore.pg_url  # the fixtures, for this module
 
 CLI = [sys.executable, "-m", "volbench.cli.main"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

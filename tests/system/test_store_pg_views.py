@@ -7,14 +7,12 @@ import subprocess
 
 import pytest
 
-import pgstore
 from support import ROOT, make_run, tool
 from volbench.store import location
 from volbench.store.db import Store
 from volbench.system.host import fingerprint
 
 pytestmark = pytest.mark.root
-pg_server, pg_url = pgstore.pg_server, pgstore.pg_url  # the fixtures, for this module
 
 
 def doc_queries() -> list[str]:
