@@ -80,6 +80,13 @@ def test_history_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtu
                  "--format", "json"]) == 0
     (doc,) = json.loads(capsys.readouterr().out)
     assert doc["change_points"][0]["index"] == 20
+    assert main(["history", "--db", str(tmp_path / "r.db"), "--format", "html"]) == 0
+    assert "<svg" in capsys.readouterr().out  # "other": one point, no change point
+    page = tmp_path / "h.html"
+    assert main(["history", "--db", str(tmp_path / "r.db"), "--format", "html",
+                 "--experiment", "nightly", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert text.count("<svg") == 1 and "change +10." in text and "40 experiments" in text
     with pytest.raises(SystemExit):
         main(["history", "--db", str(tmp_path / "r.db"), "--fingerprint", "nokey"])
     assert "expected KEY=VALUE" in capsys.readouterr().err

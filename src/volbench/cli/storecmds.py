@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import html
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 
 from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
+from volbench.report import svg
 from volbench.stats.history import differences
 from volbench.store import history as storehistory
 from volbench.store import location, pg, sync
@@ -197,15 +199,44 @@ def history_text(lines: list[storehistory.Line]) -> str:
     return "\n".join(out) + "\n" if out else "no history: no measured runs match\n"
 
 
+def history_html(lines: list[storehistory.Line]) -> str:
+    """A page with one chart per history line (median per experiment, x = experiment
+    number in time order; the stretch after each change point shaded with its size)
+    and the table below."""
+    parts = []
+    for i, line in enumerate(lines):
+        points = tuple((float(n), p.median) for n, p in enumerate(line.points, 1))
+        ends = [c.index for c in line.change_points[1:]] + [len(line.points)] \
+            if line.change_points else []
+        windows = tuple((float(c.index + 1), float(end), f"change {c.change:+.1%}")
+                        for c, end in zip(line.change_points, ends, strict=True))
+        trace = svg.Trace(line.case, svg.color(i), points, windows=windows)
+        chart = svg.series_chart(f"{line.metric} across {len(points)} experiments",
+                                 f"{line.case} {dict(line.tags)}", line.unit,
+                                 [(line.case, svg.color(i))], [trace])
+        parts.append(chart.text)
+    table = html.escape(history_text(lines))
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>volbench history"
+            "</title></head><body>" + "".join(f"<div>{p}</div>" for p in parts)
+            + f"<pre>{table}</pre></body></html>\n")
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     filters = storehistory.Filters(args.experiment, args.since, args.host,
                                    dict(args.fingerprint or []), tuple(args.allow or ()))
     with Store(args.db, read_only=True) as store:
         lines = storehistory.build(store, filters, args.metric)
     if args.format == "json":
-        print(json.dumps([dataclasses.asdict(line) for line in lines], indent=1))
+        text = json.dumps([dataclasses.asdict(line) for line in lines], indent=1) + "\n"
+    elif args.format == "html":
+        text = history_html(lines)
     else:
-        print(history_text(lines), end="")
+        text = history_text(lines)
+    if args.output is None:
+        print(text, end="")
+    else:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
     return 0
 
 
@@ -238,7 +269,8 @@ def add_commands(add: Adder) -> None:
     hist.add_argument("--allow", action="append", metavar="KEY",
                       help="fingerprint field (or section, e.g. host) that may change "
                       "between compared experiments")
-    hist.add_argument("--format", choices=("table", "json"), default="table")
+    hist.add_argument("--format", choices=("table", "json", "html"), default="table")
+    hist.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     exp = add("export", cmd_export, "every run as one JSON line (ndjson) with its "
               "experiment and environment")
     add_db(exp)
