@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pgstore import PASSWORD, PgServer
 from support import ROOT, make_run
 from volbench.cli.main import main
 from volbench.core.errors import StoreError
+from volbench.core.model import Histogram, Parsed, Series
 from volbench.store import location
 from volbench.store.db import Store
 
@@ -53,18 +55,29 @@ def test_push_twice_then_pull_gives_the_same_results(tmp_path: Path, pg_url: str
                                                      ) -> None:
     src = tmp_path / "a.db"
     fill(src, 2, 5)
+    with Store(src) as store:  # raw outputs, series and a histogram travel too
+        hist = Parsed(histograms=(Histogram("clat", "s", ((1e-5, 3), (2e-5, 4)), {}),),
+                      series=(Series("iops", "op/s", ((1.0, 5.0),), {}),))
+        store.save_run(1, replace(make_run("t", {"iops": 9.0}, 9, started=9.0,
+                                           parsed_extra=hist), outputs={"fio.json": "{}\n"}))
     assert main(["push", str(src), "--to", pg_url]) == 0
     out = capsys.readouterr().out
-    assert "2 new experiment(s), 10 new run(s)" in out and PASSWORD not in out
+    assert "2 new experiment(s), 11 new run(s)" in out and PASSWORD not in out
     assert main(["push", str(src), "--to", pg_url]) == 0
     assert "0 new experiment(s), 0 new run(s)" in capsys.readouterr().out
     assert main(["pull", pg_url, "--to", str(tmp_path / "b.db")]) == 0
-    with Store(src) as a, Store(tmp_path / "b.db") as b:
+    with Store(src) as a, Store(tmp_path / "b.db") as b, Store(location.parse(pg_url)) as p:
         for e in (1, 2):
-            assert [r.metrics for r in a.runs([e])] == [r.metrics for r in b.runs([e])]
+            want = [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms)
+                    for r in a.runs([e], outputs=True, series=True, histograms=True)]
+            for other in (b, p):
+                assert [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms)
+                        for r in other.runs([e], outputs=True, series=True,
+                                            histograms=True)] == want
+                assert other.histogram_totals([e]) == a.histogram_totals([e])
     assert main(["report", "--db", pg_url, "--list"]) == 0
     listed = capsys.readouterr().out
-    assert "e0" in listed and "5 runs" in listed
+    assert "e0" in listed and "6 runs" in listed
 
 
 @pytest.mark.slow
