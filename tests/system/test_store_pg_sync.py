@@ -59,7 +59,8 @@ def test_push_twice_then_pull_gives_the_same_results(tmp_path: Path, pg_url: str
         hist = Parsed(histograms=(Histogram("clat", "s", ((1e-5, 3), (2e-5, 4)), {}),),
                       series=(Series("iops", "op/s", ((1.0, 5.0),), {}),))
         store.save_run(1, replace(make_run("t", {"iops": 9.0}, 9, started=9.0,
-                                           parsed_extra=hist), outputs={"fio.json": "{}\n"}))
+                                           parsed_extra=hist, error="a\tb\\c\nd\re"),
+                                  outputs={"fio.json": "{}\n"}))
     assert main(["push", str(src), "--to", pg_url]) == 0
     out = capsys.readouterr().out
     assert "2 new experiment(s), 11 new run(s)" in out and PASSWORD not in out
@@ -68,10 +69,10 @@ def test_push_twice_then_pull_gives_the_same_results(tmp_path: Path, pg_url: str
     assert main(["pull", pg_url, "--to", str(tmp_path / "b.db")]) == 0
     with Store(src) as a, Store(tmp_path / "b.db") as b, Store(location.parse(pg_url)) as p:
         for e in (1, 2):
-            want = [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms)
+            want = [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms, r.error)
                     for r in a.runs([e], outputs=True, series=True, histograms=True)]
             for other in (b, p):
-                assert [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms)
+                assert [(r.metrics, r.outputs, r.parsed.series, r.parsed.histograms, r.error)
                         for r in other.runs([e], outputs=True, series=True,
                                             histograms=True)] == want
                 assert other.histogram_totals([e]) == a.histogram_totals([e])

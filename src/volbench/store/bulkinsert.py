@@ -31,15 +31,31 @@ def _new_ids(db: schema.Connection, count: int) -> list[int]:
     return list(range(int(top) + 1, int(top) + 1 + count))
 
 
+def _copy_field(value: Any) -> str:
+    """One value in COPY's text format: \\N for NULL, bytea as hex, text escaped."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, str):
+        if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+            return (value.replace("\\", "\\\\").replace("\t", "\\t")
+                    .replace("\n", "\\n").replace("\r", "\\r"))
+        return value
+    if isinstance(value, bytes | memoryview):
+        return "\\\\x" + bytes(value).hex()
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def _put(db: schema.Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
     """Append rows to a table: COPY on PostgreSQL (a stream, no reply per row), else
     executemany."""
     if not rows:
         return
     if isinstance(db, pg.PgConnection):
+        # COPY's text format written here: psycopg's write_row adapts value by value
+        # (0.8 s of a 1 000-run push went there).
+        text = "".join("\t".join(map(_copy_field, row)) + "\n" for row in rows)
         with db.conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+            copy.write(text)
         return
     marks = ", ".join("?" * len(columns.split(",")))
     db.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
