@@ -21,6 +21,7 @@ Stages, each timed side by side where both backends apply:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -72,6 +73,12 @@ def fresh(url: str, name: str) -> str:
     return url.replace("/postgres?", f"/{name}?")
 
 
+def remove(path: Path) -> None:
+    """An SQLite file and its WAL and shared-memory files."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def timed(fn: object) -> tuple[float, object]:
     start = time.perf_counter()
     result = fn()  # type: ignore[operator]
@@ -80,7 +87,7 @@ def timed(fn: object) -> tuple[float, object]:
 
 def stage_push(url: str, runs: int) -> bool:
     path = BASE / "push.db"
-    path.unlink(missing_ok=True)
+    remove(path)
     n = generate(path, 10, max(1, runs // 100), 10, seed=2)
     target = location.parse(fresh(url, "push"))
     with Store(path, read_only=True) as src, Store(target) as dst:
@@ -89,7 +96,7 @@ def stage_push(url: str, runs: int) -> bool:
     print(f"push {n} runs (37 metrics, a 229-bin histogram, a series each) SQLite -> "
           f"PostgreSQL: {first:.1f} s (goal <= 10 s); again, nothing new: {again:.1f} s; "
           f"added {copied.runs} run(s)")  # type: ignore[attr-defined]
-    path.unlink()
+    remove(path)
     return first <= 10.0
 
 
@@ -124,7 +131,7 @@ def generate_pg(where: location.Location, targets: int, cases: int, reps: int,
 
 def stage_report(url: str, runs: int) -> bool:
     path = BASE / "report.db"
-    path.unlink(missing_ok=True)
+    remove(path)
     start = time.perf_counter()
     n = generate(path, 10, max(1, runs // 1000), 100, seed=1)
     print(f"generated {n} runs into SQLite in {time.perf_counter() - start:.0f} s")
@@ -138,7 +145,7 @@ def stage_report(url: str, runs: int) -> bool:
             if label == "PostgreSQL":
                 worst_pg = max(worst_pg, total)
             print(f"report --format {fmt} of {n} runs from {label:<10}: {total:6.2f} s")
-    path.unlink()
+    remove(path)
     print(f"slowest report from PostgreSQL {worst_pg:.2f} s (goal <= 15 s)")
     return worst_pg <= 15.0
 
@@ -158,7 +165,7 @@ def fill_history(store: Store, experiments: int) -> None:
 
 def stage_history(url: str, experiments: int) -> bool:
     path = BASE / "history.db"
-    path.unlink(missing_ok=True)
+    remove(path)
     worst = 0.0
     for label, where in (("SQLite", path), ("PostgreSQL", location.parse(fresh(url, "hist")))):
         with Store(where) as store:
@@ -170,7 +177,7 @@ def stage_history(url: str, experiments: int) -> bool:
         found = [c.index for c in lines[0].change_points]  # type: ignore[index]
         print(f"history of {experiments} experiments x 3 runs from {label:<10}: {took:.2f} s "
               f"(change points at {found}; the step is at {experiments // 2})")
-    path.unlink()
+    remove(path)
     print(f"slowest history {worst:.2f} s (goal <= 2 s)")
     return worst <= 2.0
 
@@ -207,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 ok &= stage_report(url, args.report_runs)
     if "rates" in only:
         stage_rates(args.trials)
+    with contextlib.suppress(OSError):
+        BASE.rmdir()  # gone when nothing else is in it
     return 0 if ok else 1
 
 
