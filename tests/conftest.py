@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+# One PostgreSQL server for every store test of the session (tests/pgstore.py).
+from pgstore import pg_server, pg_url  # noqa: F401
 from support import STRICT, leftovers
 from volbench.system.block import devices
 

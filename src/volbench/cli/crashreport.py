@@ -12,13 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from volbench import __version__
+from volbench.store.location import redact
 from volbench.system.journal import state_dir
 
 
 def save(exc: BaseException, argv: Sequence[str] | None = None) -> str:
     """Write `exc`'s traceback to a file; the one line to print."""
     text = (f"volbench {__version__}, Python {sys.version.split()[0]}\n"
-            f"command: volbench {' '.join(sys.argv[1:] if argv is None else argv)}\n\n"
+            # A --db URL's password never goes into the file (docs/store.md).
+            f"command: volbench {' '.join(map(redact, sys.argv[1:] if argv is None else argv))}"
+            "\n\n"
             + "".join(traceback.format_exception(exc)))
     name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     where: Path | None = None

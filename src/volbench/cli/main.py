@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from volbench import __version__, report, targets
-from volbench.cli import crashreport, doctor, fieldtable
+from volbench.cli import crashreport, doctor, fieldtable, storecmds
 from volbench.cli.progress import TerminalProgress
 from volbench.config import fieldrules
 from volbench.core.errors import Interrupted, VolbenchError
@@ -20,6 +20,7 @@ from volbench.engine.defaults import default_experiment
 from volbench.engine.importer import IMPORTERS, import_files
 from volbench.engine.plan import make_plan
 from volbench.engine.runner import preflight, run_experiment
+from volbench.store import location
 from volbench.store.db import Store, database_problem
 from volbench.system import svgpng
 from volbench.system.proc import command_line
@@ -57,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
                              repetitions=args.runs, progress=TerminalProgress(quiet=args.quiet),
                              retry_failed=args.retry_failed, take_over=args.take_over)
-    out = args.db.with_name(args.db.stem + "-report.md")
+    out = location.sibling(args.db, "-report.md")
     with Store(args.db) as store:
         rep = _report_for(store, [outcome.experiment_id])
         print(report.render(rep, "table"), end="")
@@ -163,7 +164,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.list:
             for row in store.experiments():
                 print(f"{row.id:4d}  {row.name:<24} {row.status:<12} "
-                      f"{store.count_runs(row.id)} runs")
+                      f"{store.count_runs(row.id)} runs  {storecmds.origin(store, row)}")
             return 0
         options = report.ReportOptions(tuple(args.metrics) if args.metrics else None,
                                        baseline=args.baseline, details=args.details,
@@ -200,10 +201,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from volbench.report.compare import compare_reports
 
     options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
-    sides = []
+    sides, environments = [], []
     for path, wanted in ((args.a, args.experiment_a), (args.b, args.experiment_b)):
         with Store(path, read_only=True) as store:
-            sides.append(_report_for(store, _experiment_ids(store, wanted), options))
+            ids = _experiment_ids(store, wanted)
+            sides.append(_report_for(store, ids, options))
+            environments.append(storecmds.environment_of(store, ids))
+    if note := storecmds.environment_note(*environments):
+        print(note, file=sys.stderr)
     result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
     text = setcompare.render(result, args.format, options.metrics)
     _emit(text, args.output)
@@ -279,7 +284,7 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
         + (["--runs", str(args.runs)] if args.runs else []) \
         + (["--retry-failed"] if args.retry_failed else [])
     with signals_raise():
-        outcome = run_experiment_in_lab(args.file, db=args.db, cli_args=extra,
+        outcome = run_experiment_in_lab(args.file, db=storecmds.lab_db(args.db), cli_args=extra,
                                         workdir=args.workdir, timeout=args.timeout,
                                         on_output=None if args.quiet else _echo)
     boot = outcome.result.boot_seconds or 0.0
@@ -356,7 +361,7 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     run = add("run", cmd_lab_run, "run an experiment inside the lab VM its lab: section "
               "describes; results come back to --db")
     run.add_argument("file", type=Path, help="experiment file with a lab: section")
-    run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    storecmds.add_db(run)
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
     run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
                      "the runs that failed or timed out")
@@ -393,7 +398,7 @@ def parser() -> argparse.ArgumentParser:
 
     run = add("run", cmd_run, "build the layouts, run the workloads, store and report")
     run.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
-    run.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    storecmds.add_db(run)
     run.add_argument("--resume", action="store_true", help="continue an interrupted run")
     run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
                      "the runs that failed or timed out")
@@ -409,7 +414,7 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--runs", type=repetitions, metavar="N",
                       help="repetitions (overrides repeat:)")
     rep = add("report", cmd_report, "report stored results")
-    rep.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    storecmds.add_db(rep)
     rep.add_argument("--format", choices=sorted(report.EXPORTERS),
                      help="table (default), markdown, csv, json or html")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
@@ -431,8 +436,10 @@ def parser() -> argparse.ArgumentParser:
                      help="with --charts: PNG files too (needs rsvg-convert: apt-get "
                      "install librsvg2-bin)")
     cmp = add("compare", cmd_compare, "compare two result sets: B against A, case by case")
-    cmp.add_argument("a", type=Path, metavar="A.db", help="results before (the reference)")
-    cmp.add_argument("b", type=Path, metavar="B.db", help="results after (the candidate)")
+    cmp.add_argument("a", type=storecmds.db_arg, metavar="A.db",
+                     help="results before (the reference; a file or postgresql:// URL)")
+    cmp.add_argument("b", type=storecmds.db_arg, metavar="B.db",
+                     help="results after (the candidate; a file or postgresql:// URL)")
     cmp.add_argument("--experiment-a", action="append", metavar="ID|NAME|all",
                      help="experiment(s) in A (default: the latest)")
     cmp.add_argument("--experiment-b", action="append", metavar="ID|NAME|all",
@@ -444,7 +451,7 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--tool", required=True, choices=sorted(IMPORTERS))
     imp.add_argument("--target", required=True, help="name the imported runs' target")
     imp.add_argument("--workload", help="workload name (default: the tool's name)")
-    imp.add_argument("--db", type=Path, default=DEFAULT_DB, help="results database")
+    storecmds.add_db(imp)
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
     doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "
@@ -455,6 +462,7 @@ def parser() -> argparse.ArgumentParser:
                  "tool takes: defaults, choices, bounds")
     fields.add_argument("kind", nargs="?", metavar="KIND",
                         help="a target type or workload tool (default: list them)")
+    storecmds.add_commands(add)
     add_lab_commands(sub)
     return p
 
@@ -481,6 +489,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"volbench: {database_problem(getattr(args, 'db', None), exc)}", file=sys.stderr)
         return 1
     except Exception as exc:  # the last resort: anything else is a bug
+        if (line := storecmds.database_error(args, exc)) is not None:
+            print(f"volbench: {line}", file=sys.stderr)  # a PostgreSQL --db went away
+            return 1
         print(f"volbench: {crashreport.save(exc, argv)}", file=sys.stderr)
         return EXIT_BUG
     return code

@@ -10,6 +10,7 @@ finish the job if volbench itself is killed.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import signal
@@ -38,11 +39,13 @@ from volbench.engine.execution import measure, prepare_rundir, run_invocation, w
 from volbench.engine.experiment import Experiment, root_problems
 from volbench.engine.plan import Group, Plan, PlannedRun, make_plan
 from volbench.engine.steadyrounds import unsteady
+from volbench.store import location
 from volbench.store.db import Store
+from volbench.store.location import Location
 from volbench.system import containment, journal, proc
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
-from volbench.system.host import hostinfo, tools
+from volbench.system.host import fingerprint, hostinfo, tools
 from volbench.system.recipe import Recipe
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
@@ -77,7 +80,7 @@ class NoProgress:
 @dataclass
 class Outcome:
     experiment_id: int
-    db: Path
+    db: Location
     counts: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -168,13 +171,14 @@ class Session:
                  progress: Progress, jrnl: journal.Journal, workdir: Path) -> None:
         self.exp, self.plan, self.store, self.id = exp, plan, store, experiment_id
         self.progress, self.journal, self.workdir = progress, jrnl, workdir
-        self.outcome = Outcome(experiment_id, Path(store.path))
+        self.outcome = Outcome(experiment_id, store.path)
         self.setups: dict[tuple[str, str], str | None] = {}  # (target, key) -> error
         # (target, service key) -> the open service, or the error that stopped it.
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
         self._stack: ExitStack | None = None
         # Runs started on each target since it was built (reset when it is built again).
         self.target_runs: dict[str, int] = {}
+        self.fingerprints: dict[str, str] = {}  # target -> digest (fingerprint.py)
         self._runs = 0
         # Read once, handed to every workload (workloads read no /proc or process state).
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
@@ -286,6 +290,18 @@ class Session:
         return RunResult(run.target, run.workload, run.params, run.repetition, Status.FAILED,
                          now, now, run.warmup, error=error)
 
+    def fingerprint(self, built: Built) -> str:
+        """The digest of the environment runs on `built` ran in, stored once per target."""
+        if built.name not in self.fingerprints:
+            env = self.store.experiment(self.id).environment
+            tools = env.get("checked", {}).get("tools", {})
+            extra = {"lab": json.dumps(env["lab"], sort_keys=True)} if "lab" in env else {}
+            found = fingerprint.gather(path=built.path, devices=built.devices,
+                                       cgroup=built.cgroup, versions=tools, extra=extra)
+            self.fingerprints[built.name] = self.store.save_fingerprint(
+                found, fingerprint.digest(found))
+        return self.fingerprints[built.name]
+
     def execute(self, run: PlannedRun, built: Built) -> RunResult:
         self.progress.run_started(run)
         rundir = self.rundir(f"{run.target}-{run.workload}")
@@ -299,7 +315,7 @@ class Session:
             raise
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
-        self.store.save_run(self.id, result)
+        self.store.save_run(self.id, result, fingerprint=self.fingerprint(built))
         counts = self.outcome.counts
         counts[str(result.status)] = counts.get(str(result.status), 0) + 1
         self.progress.run_finished(run, result)
@@ -414,7 +430,7 @@ class Session:
                                f"{self.exp.repeat.max} rounds; the report names them")
 
 
-def run_experiment(exp: Experiment, *, db: Path, resume: bool = False,
+def run_experiment(exp: Experiment, *, db: Location, resume: bool = False,
                    repetitions: int | None = None, progress: Progress | None = None,
                    retry_failed: bool = False, take_over: bool = False) -> Outcome:
     """Run a whole experiment into the database at `db`; returns what happened.
@@ -448,6 +464,8 @@ def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: boo
                 progress.note(note)
             return previous.id, plan, True
         env = hostinfo.capture(required_tools(exp), versions)
+        # The command line is kept with the results; a --db URL's password is not.
+        env["argv"] = [location.redact(arg) for arg in env.get("argv", [])]
         if exp.lab is not None and hostinfo.inside_lab():
             # The disks' caps and flush mode are part of what was measured, and the
             # document only holds the classes the file spelled out, not the defaults.

@@ -4,7 +4,9 @@ Two `volbench run FILE --resume` started together would otherwise both run the
 missing runs and store them twice. A claim is a row in the results database (schema
 v3, table `claims`) naming the owner: host, boot, PID and the PID's start time (so
 a PID reused by another program after the owner died is not mistaken for it). It is
-taken and checked in one IMMEDIATE transaction, so of two processes exactly one wins.
+taken and checked in one IMMEDIATE transaction, so of two processes exactly one wins
+(on PostgreSQL a transaction holding the store's advisory lock, pg.py: two hosts are
+serialised the same way).
 
 A second run of a claimed experiment is refused, not queued: once the first run ends
 there is nothing left for it to do, and a queue would hide a mistake (docs/safety.md).
@@ -16,12 +18,12 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from volbench.core.errors import VolbenchError
+from volbench.store.schema import Connection
 from volbench.system import procfs
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -64,20 +66,20 @@ def alive(owner: Owner) -> bool | None:
     return procfs.start_ticks(owner.pid) == owner.pid_start
 
 
-def _owner(db: sqlite3.Connection, experiment_id: int) -> Owner | None:
+def _owner(db: Connection, experiment_id: int) -> Owner | None:
     row = db.execute("SELECT host, boot_id, pid, pid_start, since FROM claims"
                      " WHERE experiment_id = ?", (experiment_id,)).fetchone()
     return Owner(*row) if row else None
 
 
-def insert(db: sqlite3.Connection, experiment_id: int, owner: Owner) -> None:
+def insert(db: Connection, experiment_id: int, owner: Owner) -> None:
     db.execute("INSERT OR REPLACE INTO claims (experiment_id, host, boot_id, pid, pid_start,"
                " since) VALUES (?, ?, ?, ?, ?, ?)",
                (experiment_id, owner.host, owner.boot_id, owner.pid, owner.pid_start,
                 owner.since))
 
 
-def claim(db: sqlite3.Connection, experiment_id: int, label: str, *,
+def claim(db: Connection, experiment_id: int, label: str, *,
           take_over: bool = False) -> str | None:
     """Claim the experiment for this process; a note if a dead owner's claim was taken.
 
@@ -106,7 +108,7 @@ def claim(db: sqlite3.Connection, experiment_id: int, label: str, *,
     return note
 
 
-def release(db: sqlite3.Connection, experiment_id: int) -> None:
+def release(db: Connection, experiment_id: int) -> None:
     """Drop this process's claim (only its own: a taken-over claim is not ours to drop)."""
     with db:
         db.execute("DELETE FROM claims WHERE experiment_id = ? AND pid = ? AND host = ?",

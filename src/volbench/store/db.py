@@ -1,16 +1,20 @@
-"""Results in SQLite: every run is committed the moment it ends.
+"""Results in SQLite or PostgreSQL: every run is committed the moment it ends.
 
-The schema is versioned with PRAGMA user_version and upgraded by numbered
-migrations; a database from a newer volbench is refused instead of misread.
-Raw outputs are kept verbatim (zlib-compressed) next to the parsed metrics, so a
-parser fix can re-read old runs.
+One Store over both backends (location.py picks by --db): SQLite is the default and
+the reference, PostgreSQL (pg.py) takes the same SQL for a team's shared store. The
+schema is versioned and upgraded by numbered migrations (schema.py); a database from a
+newer volbench is refused instead of misread. Raw outputs are kept verbatim
+(zlib-compressed) next to the parsed metrics, so a parser fix can re-read old runs.
+Experiments and runs carry UUIDs, so push/pull (sync.py) copies each exactly once.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import time
+import uuid
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,7 +35,8 @@ from volbench.core.model import (
     TargetRow,
     canonical_json,
 )
-from volbench.store import claims, schema
+from volbench.store import claims, pg, schema
+from volbench.store.location import Location, PgLocation
 from volbench.system.block import space
 
 SCHEMA_VERSION = schema.VERSION
@@ -55,14 +60,30 @@ def _wal(db: sqlite3.Connection, wait: float = 30.0) -> None:
 
 
 class Store:
-    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
-        """`read_only`: never write to the file (reports); implies not creating it."""
+    """The results of experiments, in the database at a location (file or URL)."""
+
+    db: schema.Connection
+
+    def __init__(self, path: Location, *, create: bool = True, read_only: bool = False
+                 ) -> None:
+        """`read_only`: never write to the file (reports); implies not creating it.
+
+        A PostgreSQL location is connected to and brought to the current schema (in
+        the schema `volbench`, made if missing); `read_only` does not apply to it."""
+        self.path: Location = path
+        # Rows left out because a JSON column is damaged: one line each, for the CLI to say.
+        self.damaged: list[str] = []
+        if isinstance(path, PgLocation):
+            self.db = pg.connect(path)
+            try:
+                schema.migrate(self.db, path)
+            except BaseException:
+                self.db.close()
+                raise
+            return
         if (read_only or not create) and not path.exists():
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")
-        self.path = path
-        # Rows left out because a JSON column is damaged: one line each, for the CLI to say.
-        self.damaged: list[str] = []
         if read_only:
             self.db = _read_only(path)
             return
@@ -84,6 +105,7 @@ class Store:
         schema.migrate(self.db, path)
 
     def _full(self) -> str:
+        assert isinstance(self.path, Path)
         return space.output_full(
             self.path.resolve().parent, f"the results database {self.path.name}",
             "give --db a path on a larger filesystem; the runs stored so far are kept")
@@ -101,6 +123,10 @@ class Store:
             if "full" not in str(exc):
                 raise
             raise StoreError(self._full()) from exc
+        except Exception as exc:
+            if isinstance(self.path, PgLocation) and pg.is_database_error(exc):
+                raise StoreError(pg.server_problem(self.path, exc)) from exc
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -135,9 +161,10 @@ class Store:
                     return None
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
-                " status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                " status, uuid, host) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
-                 time.time()))
+                 time.time(), str(uuid.uuid4()),
+                 str(environment.get("hostname") or socket.gethostname())))
             assert cur.lastrowid is not None
             if claim:  # in the same transaction: a --resume elsewhere cannot slip in between
                 claims.insert(self.db, cur.lastrowid, claims.me())
@@ -168,42 +195,94 @@ class Store:
 
     def save_target(self, experiment_id: int, name: str, type_: str, status: str,
                     info: Mapping[str, Any], error: str = "") -> None:
-        with self.db:
+        with self._writing():
             self.db.execute(
                 "INSERT OR REPLACE INTO targets (experiment_id, name, type, status, error, info,"
                 " built) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (experiment_id, name, type_, status, error, canonical_json(info), time.time()))
 
-    def save_run(self, experiment_id: int, run: RunResult) -> int:
-        """Insert one run with everything it produced, in one transaction."""
+    def save_fingerprint(self, fingerprint: Mapping[str, Any], digest: str) -> str:
+        """Store a run environment's fingerprint once (by `digest`); returns the digest."""
         with self._writing():
-            cur = self.db.execute(
-                "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
-                " warmup, status, started, ended, argv, exit_code, error, annotations)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (experiment_id, run.target, run.workload, canonical_json(dict(run.params)),
-                 run.case_key, run.repetition, int(run.warmup), str(run.status), run.started,
-                 run.ended, json.dumps(list(run.argv)), run.exit_code, run.error,
-                 canonical_json(dict(run.annotations))))
-            run_id = cur.lastrowid
-            assert run_id is not None
-            self.db.execute(
-                "INSERT INTO metrics_json (run_id, metrics) VALUES (?, ?)",
-                (run_id, json.dumps([m.to_json() for m in run.metrics], separators=(",", ":"))))
-            self._save_parsed(run_id, run.parsed)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit) VALUES (?, ?, ?)",
-                {(experiment_id, m.name, m.unit) for m in run.parsed.metrics})
-            if run.status is Status.OK and not run.warmup:
-                params = canonical_json(dict(run.params))
-                for h in run.parsed.histograms:
-                    schema.add_to_totals(self.db, (experiment_id, run.target, run.workload,
-                                                   params, h.name, h.unit,
-                                                   canonical_json(dict(h.tags))), list(h.bins))
-            self.db.executemany(
-                "INSERT INTO outputs (run_id, name, content) VALUES (?, ?, ?)",
-                [(run_id, name, zlib.compress(text.encode(), 6))
-                 for name, text in run.outputs.items()])
+            self.db.execute("INSERT OR IGNORE INTO fingerprints (digest, document)"
+                            " VALUES (?, ?)", (digest, canonical_json(dict(fingerprint))))
+        return digest
+
+    def fingerprints(self, experiment_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Run id -> its fingerprint (runs stored without one are left out)."""
+        ids = list(experiment_ids)
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT r.id, f.document FROM runs r JOIN fingerprints f ON f.digest ="
+            f" r.fingerprint WHERE r.experiment_id IN ({marks})", ids).fetchall()
+        return {int(r[0]): json.loads(r[1]) for r in rows}
+
+    def save_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
+                 run_uuid: str | None = None) -> int:
+        """Insert one run with everything it produced, in one transaction: the run is
+        stored whole or not at all. `fingerprint`: the digest save_fingerprint gave.
+
+        A PostgreSQL connection lost on the way is opened again and the run stored once
+        (its UUID tells whether the lost commit made it); if the server stays away the
+        error says so and that --resume continues."""
+        run_uuid = run_uuid or str(uuid.uuid4())
+        try:
+            with self._writing():
+                return self.insert_run(experiment_id, run, fingerprint=fingerprint,
+                                       run_uuid=run_uuid)
+        except StoreError:
+            if not self._reconnected():
+                raise
+        found = self.db.execute("SELECT id FROM runs WHERE uuid = ?", (run_uuid,)).fetchone()
+        if found is not None:
+            return int(found[0])
+        with self._writing():
+            return self.insert_run(experiment_id, run, fingerprint=fingerprint,
+                                   run_uuid=run_uuid)
+
+    def _reconnected(self) -> bool:
+        """After an error: True if it was a lost PostgreSQL connection, now open again."""
+        if not isinstance(self.db, pg.PgConnection) or not self.db.lost:
+            return False
+        assert isinstance(self.path, PgLocation)
+        try:
+            self.db = pg.connect(self.path)
+        except StoreError:
+            return False
+        return True
+
+    def insert_run(self, experiment_id: int, run: RunResult, *, fingerprint: str = "",
+                   run_uuid: str | None = None) -> int:
+        """save_run inside the caller's transaction (push copies a whole experiment in
+        one); commits nothing."""
+        cur = self.db.execute(
+            "INSERT INTO runs (experiment_id, target, workload, params, case_key, repetition,"
+            " warmup, status, started, ended, argv, exit_code, error, annotations, uuid,"
+            " fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (experiment_id, run.target, run.workload, canonical_json(dict(run.params)),
+             run.case_key, run.repetition, int(run.warmup), str(run.status), run.started,
+             run.ended, json.dumps(list(run.argv)), run.exit_code, run.error,
+             canonical_json(dict(run.annotations)), run_uuid or str(uuid.uuid4()),
+             fingerprint))
+        run_id = cur.lastrowid
+        assert run_id is not None
+        self.db.execute(
+            "INSERT INTO metrics_json (run_id, metrics) VALUES (?, ?)",
+            (run_id, json.dumps([m.to_json() for m in run.metrics], separators=(",", ":"))))
+        self._save_parsed(run_id, run.parsed)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO metric_kinds (experiment_id, name, unit) VALUES (?, ?, ?)",
+            {(experiment_id, m.name, m.unit) for m in run.parsed.metrics})
+        if run.status is Status.OK and not run.warmup:
+            params = canonical_json(dict(run.params))
+            for h in run.parsed.histograms:
+                schema.add_to_totals(self.db, (experiment_id, run.target, run.workload,
+                                               params, h.name, h.unit,
+                                               canonical_json(dict(h.tags))), list(h.bins))
+        self.db.executemany(
+            "INSERT INTO outputs (run_id, name, content) VALUES (?, ?, ?)",
+            [(run_id, name, zlib.compress(text.encode(), 6))
+             for name, text in run.outputs.items()])
         return run_id
 
     def _save_parsed(self, run_id: int, parsed: Parsed) -> None:
@@ -321,6 +400,9 @@ class Store:
         """Each run as a JSON object (the report's run shape, with every metric), put
         together by SQLite from stored JSON pieces (see schema v2, metrics_json)."""
         ids = list(experiment_ids)
+        if isinstance(self.db, pg.PgConnection):
+            yield from pg.runs_json(self.db, ids)
+            return
         marks = ",".join("?" * len(ids))
         # Concatenated as text: params, argv and the metrics are stored as compact JSON
         # already, and json()/json_object would parse every one of them again.
@@ -482,7 +564,7 @@ def _experiment(row: tuple[Any, ...], damaged: list[str], path: Path) -> Experim
 
 
 @contextmanager
-def opened(path: Path, *, create: bool = True) -> Iterator[Store]:
+def opened(path: Location, *, create: bool = True) -> Iterator[Store]:
     store = Store(path, create=create)
     try:
         yield store

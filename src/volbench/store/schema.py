@@ -9,11 +9,16 @@ version than this volbench knows is refused, never misread.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from volbench.core.errors import StoreError
+from volbench.store.pg import PgConnection
+
+# Both backends take the same calls (pg.py rewrites the SQLite forms for PostgreSQL).
+Connection = sqlite3.Connection | PgConnection
 
 V1 = """
     CREATE TABLE experiments (
@@ -95,7 +100,7 @@ V1 = """
     """
 
 
-def _v2(db: sqlite3.Connection) -> None:
+def _v2(db: Connection) -> None:
     """Reading 100 000 runs for a report in seconds, not minutes (bench/report_scale.py).
 
     - histogram_totals: latency histograms summed per case as runs are saved, so a
@@ -109,8 +114,11 @@ def _v2(db: sqlite3.Connection) -> None:
       row by row took 6–7 s of the 10 s budget; the stored text takes about 1.3 s. A
       table of its own, so the runs table stays narrow (in the runs table the 3 KB
       texts made every scan of run metadata 4× slower).
+
+    PostgreSQL stores start at the newest schema: they never held v1 data, so only the
+    tables are made there.
     """
-    for statement in (
+    tables = (
         """CREATE TABLE histogram_totals (
             experiment_id INTEGER NOT NULL REFERENCES experiments(id),
             target TEXT NOT NULL,
@@ -134,6 +142,13 @@ def _v2(db: sqlite3.Connection) -> None:
         """CREATE TABLE metrics_json (
             run_id INTEGER PRIMARY KEY REFERENCES runs(id),
             metrics TEXT NOT NULL)""",
+    )
+    for statement in tables:
+        _ddl(db, statement)
+    if isinstance(db, PgConnection):
+        db.execute("DROP TABLE series_points")
+        return
+    for statement in (
         f"INSERT INTO metrics_json (run_id, metrics) SELECT r.id, ifnull((SELECT"
         f" json_group_array(json({METRIC_JSON})) FROM metrics m WHERE m.run_id = r.id), '[]')"
         " FROM runs r",
@@ -167,7 +182,7 @@ METRIC_JSON = (
 TotalsKey = tuple[int, str, str, str, str, str, str]
 
 
-def add_to_totals(db: sqlite3.Connection, key: TotalsKey,
+def add_to_totals(db: Connection, key: TotalsKey,
                   bins: list[tuple[float, int]]) -> None:
     """Add one run's histogram to its case's total (experiment, target, workload,
     params, name, unit, tags). save_run calls this for every finished, measured run."""
@@ -202,19 +217,112 @@ V3 = """
     );
     """
 
-Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [V1, _v2, V3]
+
+
+def _v4(db: Connection) -> None:
+    """Experiments and runs told apart across hosts (push/pull, pushed twice adds
+    nothing): a UUID each and the experiment's host; runs point at their environment
+    fingerprint (stored once per distinct fingerprint)."""
+    for statement in (
+        "ALTER TABLE experiments ADD COLUMN uuid TEXT",
+        "ALTER TABLE experiments ADD COLUMN host TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE runs ADD COLUMN uuid TEXT",
+        "ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''",
+        """CREATE TABLE fingerprints (
+            digest TEXT PRIMARY KEY,
+            document TEXT NOT NULL)""",
+    ):
+        _ddl(db, statement)
+    if isinstance(db, sqlite3.Connection):
+        for table in ("experiments", "runs"):
+            ids = [row[0] for row in db.execute(f"SELECT id FROM {table}")]
+            db.executemany(f"UPDATE {table} SET uuid = ? WHERE id = ?",
+                           [(str(uuid.uuid4()), i) for i in ids])
+        db.execute("UPDATE experiments SET host = ifnull(json_extract(environment,"
+                   " '$.hostname'), '')")
+    for statement in ("CREATE UNIQUE INDEX experiments_by_uuid ON experiments (uuid)",
+                      "CREATE UNIQUE INDEX runs_by_uuid ON runs (uuid)"):
+        db.execute(statement)
+
+
+# Views for dashboards and ad-hoc SQL (docs/store.md): measured runs' metrics with their
+# experiment, and one summary row per experiment and case. {time}/{json} differ by backend.
+VIEWS = (
+    """CREATE VIEW run_metrics AS
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host,
+           {time}(e.created) AS experiment_time, {time}(r.started) AS run_time,
+           r.target, r.workload, {json}(r.params) AS params, r.repetition, r.uuid AS run_uuid,
+           r.fingerprint, m.name AS metric, m.value, m.unit, {json}(m.tags) AS tags
+    FROM runs r JOIN experiments e ON e.id = r.experiment_id JOIN metrics m ON m.run_id = r.id
+    WHERE r.status = 'ok' AND r.warmup = 0""",
+    """CREATE VIEW experiment_list AS
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host, e.status,
+           {time}(e.created) AS created, {time}(e.finished) AS finished,
+           (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id) AS runs
+    FROM experiments e""",
+    """CREATE VIEW case_summary AS
+    SELECT experiment_uuid, experiment, host, experiment_time, target, workload,
+           {text}(params) AS params, metric, unit, {text}(tags) AS tags, count(value) AS n,
+           avg(value) AS mean, min(value) AS min, max(value) AS max
+    FROM run_metrics GROUP BY experiment_uuid, experiment, host, experiment_time, target,
+           workload, {text}(params), metric, unit, {text}(tags)""",
+)
+
+
+def _v5(db: Connection) -> None:
+    """The views of VIEWS (docs/store.md), in each backend's time and JSON types."""
+    pg_like = isinstance(db, PgConnection)
+    words = ({"time": "to_timestamp", "json": "jsonb", "text": "text"} if pg_like else
+             {"time": "_unixepoch", "json": "json", "text": ""})
+    for view in VIEWS:
+        text = view.format(**words)
+        if not pg_like:  # SQLite: datetime(x, 'unixepoch'); no cast needed for text
+            text = re.sub(r"_unixepoch\(([\w.]+)\)", r"datetime(\1, 'unixepoch')", text)
+        db.execute(text)
+
+
+def _ddl(db: Connection, statement: str) -> None:
+    if isinstance(db, PgConnection):
+        db.execute_ddl(statement)
+    else:
+        db.execute(statement)
+
+
+def _version(db: Connection) -> int:
+    if isinstance(db, PgConnection):
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        return int(row[0])
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _set_version(db: Connection, number: int) -> None:
+    if isinstance(db, PgConnection):
+        db.execute("UPDATE schema_version SET version = ?", (number,))
+    else:
+        db.execute(f"PRAGMA user_version = {number}")
+
+
+Migration = str | Callable[[Connection], None]
+MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5]
 VERSION = len(MIGRATIONS)
 
 
-def migrate(db: sqlite3.Connection, path: Path) -> None:
-    """Bring the database at `path` to VERSION, one transaction per migration."""
+def migrate(db: Connection, where: object) -> None:
+    """Bring the database at `where` (a path or a redacted URL) to VERSION, one
+    transaction per migration; a newer schema is refused, never misread."""
+    if isinstance(db, PgConnection):
+        # SQLite's PRAGMA user_version, as a one-row table made under the write lock.
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            if db.execute("SELECT 1 FROM schema_version").fetchone() is None:
+                db.execute("INSERT INTO schema_version (version) VALUES (0)")
     try:
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        version = _version(db)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a volbench database: {exc}") from exc
+        raise StoreError(f"{where} is not a volbench database: {exc}") from exc
     if version > VERSION:
-        raise StoreError(f"{path} has schema {version}, newer than this volbench "
+        raise StoreError(f"{where} has schema {version}, newer than this volbench "
                          f"({VERSION}); upgrade volbench to read it")
     for number in range(version, VERSION):
         step = MIGRATIONS[number]
@@ -222,16 +330,16 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         try:
             # Another volbench may have migrated it while this one waited for the lock
             # (two runs starting on one new database at once).
-            if int(db.execute("PRAGMA user_version").fetchone()[0]) > number:
+            if _version(db) > number:
                 db.commit()
                 continue
             if isinstance(step, str):
                 for statement in step.split(";"):
                     if statement.strip():
-                        db.execute(statement)
+                        _ddl(db, statement)
             else:
                 step(db)
-            db.execute(f"PRAGMA user_version = {number + 1}")
+            _set_version(db, number + 1)
             db.commit()
         except BaseException:
             db.rollback()

@@ -1,0 +1,280 @@
+"""The commands over whole stores: push, pull, history, export (and their --db option).
+
+`--db` takes a file or a postgresql:// URL, and defaults to VOLBENCH_DB, then volbench.db.
+A URL is printed only redacted (location.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import html
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from volbench.core.errors import VolbenchError
+from volbench.core.model import ExperimentRow
+from volbench.report import svg
+from volbench.stats.history import differences
+from volbench.store import history as storehistory
+from volbench.store import location, pg, sync
+from volbench.store.db import Store
+
+DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
+           "else volbench.db)")
+
+
+def db_arg(text: str) -> location.Location:
+    """argparse type of --db and the database arguments: a path or a PostgreSQL URL."""
+    try:
+        return location.parse(text)
+    except location.LocationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    """--db, defaulting to VOLBENCH_DB (read when the parser is made, i.e. per command)."""
+    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
+    parser.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
+
+
+def database_error(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """One line for a PostgreSQL error that escaped a command (a connection lost while
+    reading, say), or None when `exc` is not one."""
+    where = getattr(args, "db", None)
+    if not pg.is_database_error(exc):
+        return None
+    if isinstance(where, location.PgLocation):
+        return pg.server_problem(where, exc)
+    return f"PostgreSQL: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+
+
+def origin(store: Store, row: ExperimentRow) -> str:
+    """`host, date` of an experiment, for lists: names alone clash between hosts."""
+    found = store.db.execute("SELECT host FROM experiments WHERE id = ?", (row.id,)).fetchone()
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.created))
+    return f"{found[0] or '?'}, {when}" if found else when
+
+
+def environment_of(store: Store, ids: list[int]) -> dict[str, Any]:
+    """The fingerprint most of these experiments' runs ran in ({} when none has one)."""
+    prints = [json.dumps(fp, sort_keys=True) for fp in store.fingerprints(ids).values()]
+    return json.loads(max(set(prints), key=prints.count)) if prints else {}
+
+
+def environment_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """One line naming the fingerprint fields two compared sides differ in, or None."""
+    if not a or not b:
+        return None
+    found = differences(a, b)
+    if not found:
+        return None
+    shown = "; ".join(f"{k}: {x} → {y}" for k, x, y in found[:8])
+    more = f" (and {len(found) - 8} more)" if len(found) > 8 else ""
+    return f"note: A and B ran in different environments: {shown}{more}"
+
+
+def lab_db(db: location.Location) -> Path:
+    """lab run brings a results file back from the VM: --db must be a file there."""
+    if isinstance(db, Path):
+        return db
+    raise VolbenchError(f"lab run brings its results back as a file, not to {db}; run it "
+                        "with --db FILE, then: volbench push FILE --to URL")
+
+
+def _which(store: Store, wanted: list[str] | None) -> list[int] | None:
+    if not wanted or "all" in wanted:
+        return None
+    rows = store.experiments()
+    ids = []
+    for w in wanted:
+        match = [r.id for r in rows if str(r.id) == w or r.name == w]
+        if not match:
+            raise VolbenchError(f"no experiment '{w}' in {store.path}; `volbench report --list "
+                                f"--db {store.path}` shows what is there")
+        ids += match
+    return ids
+
+
+def _copy(source: location.Location, destination: location.Location,
+          wanted: list[str] | None, verb: str) -> int:
+    if source == destination:
+        raise VolbenchError(f"--to {destination} is where the experiments come from; "
+                            "give another database")
+    with Store(source, read_only=True) as src, Store(destination) as dst:
+        done = sync.copy(src, dst, _which(src, wanted),
+                         lambda name, runs: print(f"{verb} {name}: {runs} new run(s)"))
+    print(f"{done.experiments} new experiment(s), {done.runs} new run(s) in {destination}")
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    return _copy(args.source, args.to, args.experiment, "pushed")
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    return _copy(args.source, args.to, args.experiment, "pulled")
+
+
+def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
+    """One JSON object per run (the report's run shape) with its experiment and
+    environment in front: for Elasticsearch, BigQuery or ClickHouse loaders."""
+    rows = {r[0]: r[1:] for r in store.db.execute(
+        "SELECT id, uuid, host, name, created, environment FROM experiments")}
+    for exp_id in ids if ids is not None else sorted(rows):
+        uuid, host, name, created, environment = rows[exp_id]
+        head = json.dumps({"id": uuid, "name": name, "host": host, "created": created},
+                          separators=(",", ":"))
+        prefix = f'{{"experiment":{head},"environment":{environment},'
+        for text in store.runs_json([exp_id]):
+            yield prefix + text[1:]
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with Store(args.db, read_only=True) as store:
+        ids = _which(store, args.experiment)
+        out: TextIO = sys.stdout if args.output is None else args.output.open("w")
+        try:
+            n = 0
+            for line in export_lines(store, ids):
+                out.write(line + "\n")
+                n += 1
+        finally:
+            if args.output is not None:
+                out.close()
+    if args.output is not None:
+        print(f"wrote {n} run(s) to {args.output}")
+    return 0
+
+
+def _since(text: str) -> float:
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%d"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date like 2026-03-01, got {text!r}"
+                                         ) from None
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (host.kernel=6.1.0-26-amd64), "
+                                         f"got {text!r}")
+    return key, value
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def history_text(lines: list[storehistory.Line]) -> str:
+    """The history table: one block per line, its points, verdicts and change points."""
+    out = []
+    for line in lines:
+        tags = ", ".join(f"{k}={v}" for k, v in sorted(line.tags.items()))
+        out.append(f"{line.case}: {line.metric} ({line.unit}{', ' + tags if tags else ''}), "
+                   f"{len(line.points)} experiment(s)")
+        for p in line.points:
+            ci = f"{p.low:.4g}–{p.high:.4g}" if p.low is not None and p.high is not None \
+                else "-"
+            if p.differs:
+                note = "not compared, differs in " + ", ".join(
+                    f"{k} {a} → {b}" for k, a, b in p.differs[:4])
+            else:
+                note = f"{p.verdict} ×{p.ratio:.3f}" if p.ratio is not None else p.verdict
+            out.append(f"  {p.experiment:>5} {p.host:<16} {_when(p.created)}  n={p.runs:<3} "
+                       f"{p.median:>12.4g}  [{ci}]  {note}".rstrip())
+        for c in line.change_points:
+            at = line.points[c.index]
+            out.append(f"  change point: from experiment {at.experiment} ({_when(at.created)}, "
+                       f"{at.host}): {c.before:.4g} → {c.after:.4g} ({c.change:+.1%}, "
+                       f"p {c.p_value:.3f})")
+        if not line.change_points:
+            out.append("  no change point")
+    return "\n".join(out) + "\n" if out else "no history: no measured runs match\n"
+
+
+def history_html(lines: list[storehistory.Line]) -> str:
+    """A page with one chart per history line (median per experiment, x = experiment
+    number in time order; the stretch after each change point shaded with its size)
+    and the table below."""
+    parts = []
+    for i, line in enumerate(lines):
+        points = tuple((float(n), p.median) for n, p in enumerate(line.points, 1))
+        ends = [c.index for c in line.change_points[1:]] + [len(line.points)] \
+            if line.change_points else []
+        windows = tuple((float(c.index + 1), float(end), f"change {c.change:+.1%}")
+                        for c, end in zip(line.change_points, ends, strict=True))
+        trace = svg.Trace(line.case, svg.color(i), points, windows=windows)
+        chart = svg.series_chart(f"{line.metric} across {len(points)} experiments",
+                                 f"{line.case} {dict(line.tags)}", line.unit,
+                                 [(line.case, svg.color(i))], [trace])
+        parts.append(chart.text)
+    table = html.escape(history_text(lines))
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>volbench history"
+            "</title></head><body>" + "".join(f"<div>{p}</div>" for p in parts)
+            + f"<pre>{table}</pre></body></html>\n")
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    filters = storehistory.Filters(args.experiment, args.since, args.host,
+                                   dict(args.fingerprint or []), tuple(args.allow or ()))
+    with Store(args.db, read_only=True) as store:
+        lines = storehistory.build(store, filters, args.metric)
+    if args.format == "json":
+        text = json.dumps([dataclasses.asdict(line) for line in lines], indent=1) + "\n"
+    elif args.format == "html":
+        text = history_html(lines)
+    else:
+        text = history_text(lines)
+    if args.output is None:
+        print(text, end="")
+    else:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    return 0
+
+
+Adder = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+
+
+def add_commands(add: Adder) -> None:
+    """push, pull and export, through the main parser's `add`."""
+    for name, fn, text in (
+            ("push", cmd_push, "copy experiments from a local database to a team store "
+             "(by UUID: twice adds nothing; an interrupted push resumes)"),
+            ("pull", cmd_pull, "copy experiments from a team store into a local database")):
+        cmd = add(name, fn, text)
+        cmd.add_argument("source", type=db_arg, metavar="FROM",
+                         help="the database to copy from (file or postgresql:// URL)")
+        cmd.add_argument("--to", type=db_arg, required=True, metavar="DB",
+                         help="the database to copy into (file or postgresql:// URL)")
+        cmd.add_argument("--experiment", action="append", metavar="ID|NAME|all",
+                         help="which experiment(s) (default: all)")
+    hist = add("history", cmd_history, "one case's headline metric across the experiments of "
+               "one name: verdicts between consecutive comparable ones, change points")
+    add_db(hist)
+    hist.add_argument("--experiment", metavar="NAME",
+                      help="the experiment name to follow (default: the latest one's)")
+    hist.add_argument("--metric", help="metric (default: the first headline metric there)")
+    hist.add_argument("--since", type=_since, metavar="YYYY-MM-DD")
+    hist.add_argument("--host", help="only experiments run on this host")
+    hist.add_argument("--fingerprint", type=_key_value, action="append", metavar="KEY=VALUE",
+                      help="only runs whose environment has this (e.g. host.kernel=6.1.0)")
+    hist.add_argument("--allow", action="append", metavar="KEY",
+                      help="fingerprint field (or section, e.g. host) that may change "
+                      "between compared experiments")
+    hist.add_argument("--format", choices=("table", "json", "html"), default="table")
+    hist.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
+    exp = add("export", cmd_export, "every run as one JSON line (ndjson) with its "
+              "experiment and environment")
+    add_db(exp)
+    exp.add_argument("--format", choices=("ndjson",), default="ndjson")
+    exp.add_argument("--experiment", action="append", metavar="ID|NAME|all",
+                     help="which experiment(s) (default: all)")
+    exp.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")

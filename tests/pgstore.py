@@ -1,0 +1,82 @@
+"""A real PostgreSQL server for the store's tests: one per test session, started by
+services/postgres.py (the code pgbench's clusters use) on a Unix socket in a temporary
+directory, stopped and deleted at the end. Each test gets a database of its own, owned by
+an ordinary role (no superuser), and dropped afterwards.
+
+The fixtures are registered once in tests/conftest.py (one server per session).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from support import need, tool
+from volbench.services import postgres
+from volbench.system import journal
+from volbench.targets.base import Built
+
+OWNER = "vbowner"
+PASSWORD = "s3cret-Pw_42"  # the owner's password: tests check it is never printed
+
+
+@dataclass(frozen=True)
+class PgServer:
+    sockdir: Path
+    port: int
+
+    def url(self, user: str = "postgres", database: str = "postgres", password: str = "") -> str:
+        secret = f":{password}" if password else ""
+        return f"postgresql://{user}{secret}@/{database}?host={self.sockdir}&port={self.port}"
+
+    def admin(self, sql: str) -> None:
+        """Run one statement as the superuser (outside a transaction)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    need(os.geteuid() == 0, "the test PostgreSQL server runs as postgres: needs root")
+    for name in ("initdb", "postgres"):
+        tool(name)
+    pytest.importorskip("psycopg")
+    # Under /var/tmp like the tests' workdir: pytest's own tmp folder is root-only, and
+    # the postgres user must reach its socket and data directories.
+    base = Path("/var/tmp/volbench-tests") / f"pgstore-{uuid.uuid4().hex[:8]}"
+    base.mkdir(parents=True)
+    (base / "data").mkdir()
+    (base / "svc").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VOLBENCH_STATE_DIR", str(base / "state"))
+        with (journal.opened("pgstore") as jrnl, jrnl.scope() as scope,
+              postgres.cluster(postgres.ClusterConfig(), scope,
+                               Built("pgstore", "directory", base / "data"),
+                               base / "svc") as server):
+            found = PgServer(server.sockdir, server.port)
+            # Passwords are checked for the owner (scram), trust stays for the superuser.
+            hba = server.datadir / "pg_hba.conf"
+            hba.write_text(f"local all {OWNER} scram-sha-256\n" + hba.read_text())
+            found.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
+            found.admin("SELECT pg_reload_conf()")
+            yield found
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh database owned by an ordinary role; its URL carries the password."""
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    pg_server.admin(f"CREATE DATABASE {name} OWNER {OWNER}")
+    try:
+        yield pg_server.url(OWNER, name, PASSWORD)
+    finally:
+        pg_server.admin(f"DROP DATABASE {name} WITH (FORCE)")
