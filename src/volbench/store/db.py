@@ -539,19 +539,21 @@ def _read_only(path: Path) -> sqlite3.Connection:
 
 
 def row_json(text: str, table: str, row_id: int, column: str, damaged: list[str],
-             path: Path, outcome: str = "the run is left out of reports") -> Any:
+             path: Location, outcome: str = "the run is left out of reports") -> Any:
     """A JSON column's value; for text that is not JSON (a hand-edited or damaged row)
     None, with a line naming the row and what to do added to `damaged`."""
     try:
         return json.loads(text)
     except (json.JSONDecodeError, TypeError) as exc:
+        delete = f"DELETE FROM {table} WHERE id = {row_id}"
+        how = (f"sqlite3 {path} '{delete}'" if isinstance(path, Path)
+               else f"psql: {delete.replace('FROM ', 'FROM volbench.')}")
         damaged.append(f"{path}: {table} row {row_id}: {column} is damaged (not JSON: "
-                       f"{exc}); {outcome}; restore it from a copy, or delete the row: "
-                       f"sqlite3 {path} 'DELETE FROM {table} WHERE id = {row_id}'")
+                       f"{exc}); {outcome}; restore it from a copy, or delete the row: {how}")
         return None
 
 
-def _experiment(row: tuple[Any, ...], damaged: list[str], path: Path) -> ExperimentRow:
+def _experiment(row: tuple[Any, ...], damaged: list[str], path: Location) -> ExperimentRow:
     """An experiment row; a damaged document or environment reads as {} (so its runs
     still report), named in `damaged`."""
     read_as = "read as empty (the experiment's runs still report)"
