@@ -153,7 +153,8 @@ def read_output(tool: str, text: str, source: str,
                          + IMPORT_HINTS.get(tool, "")) from exc
     except SHAPE_ERRORS as exc:  # reading back parameters (fio's job options, …)
         raise ParseError(tool, source, shape_message(exc)) from exc
-    if not imported.parsed.metrics:  # e.g. fio's {"jobs": [{}]}: an ok run measuring nothing
+    if not imported.parsed.metrics and not imported.failure:
+        # e.g. fio's {"jobs": [{}]}: an ok run measuring nothing (a failed run has none)
         raise ParseError(tool, source, f"it holds no measurements; is this {tool} output?"
                          + IMPORT_HINTS.get(tool, ""))
     _check_values(tool, source, imported)
