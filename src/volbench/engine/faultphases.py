@@ -1,0 +1,144 @@
+"""A faulted run's metrics per phase, from its per-second series and the fault events.
+
+Tagged `phase=<name>` (before, each action's name while in effect, restore, after):
+iops / bw as completions in the phase over its length, lat_mean weighted by the same
+seconds' I/Os, clat_p99 from the seconds' histograms added up; `stall_seconds` (whole
+run and per phase), `recovery_seconds` after each fault's end (None: not recovered),
+`rebuild_progress` / `rebuild_seconds` from the md samples. The arithmetic is
+stats.phases; this module only picks the series and names the metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from volbench.core.model import Metric, Parsed, Series
+from volbench.stats import phases
+from volbench.stats.histogram import merge_histograms, percentile_from_histogram
+from volbench.workloads.fiologs import second_histograms
+
+RATES = ("iops", "bw")
+# fio's last logged second ends within about a second of the process; a longer quiet
+# tail is a stall at the end of the run (a disk that never came back) and counts.
+TAIL_SLACK_S = 2.0
+
+
+def run_end(series: Sequence[Series], elapsed: float) -> float:
+    """Where the measured time ends, in the series' seconds."""
+    last = max((t for s in series for t, _ in s.points), default=0.0)
+    return float(int(elapsed)) if elapsed - last > TAIL_SLACK_S else max(last, 1.0)
+
+
+def cuts(events: Sequence[Mapping[str, Any]]) -> list[tuple[float, str]]:
+    """(time done, phase it opens) of the events that took effect during the run."""
+    return [(float(e["done_s"]), str(e["phase"])) for e in events
+            if not e.get("error") and e.get("phase") != "teardown"]
+
+
+def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
+    total: dict[float, float] = {}
+    for s in series:
+        if s.name == "iops":
+            for t, v in s.points:
+                total[t] = total.get(t, 0.0) + v
+    return sorted(total.items())
+
+
+def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: float,
+                  logs: Mapping[str, str], samples: Sequence[Mapping[str, Any]] = ()
+                  ) -> Parsed:
+    """`parsed` with the phase metrics added (unchanged when it has no series)."""
+    series = [s for s in parsed.series if s.name in (*RATES, "lat")]
+    if not any(s.name == "iops" for s in series):
+        return parsed
+    end = run_end(series, elapsed)
+    split = phases.split(cuts(events), end)
+    out: list[Metric] = []
+    for phase in split:
+        out += _rates(series, phase)
+        out.append(Metric("phase_seconds", phase.length, "s", {"phase": phase.name}))
+        out.append(Metric("stall_seconds", phases.longest_stall(
+            _all_ops(series), phase.start, phase.end), "s", {"phase": phase.name}))
+    out += _p99(logs, split)
+    out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
+    out += _recoveries(series, split, events, end)
+    out += rebuild(events, samples)
+    return replace(parsed, metrics=parsed.metrics + tuple(out))
+
+
+def _rates(series: Sequence[Series], phase: phases.Phase) -> list[Metric]:
+    out = []
+    iops = {s.tags.get("op", ""): s for s in series if s.name == "iops"}
+    for s in series:
+        tags = {**s.tags, "phase": phase.name}
+        if s.name in RATES:
+            value = phases.rate(s.points, phase.start, phase.end)
+            out.append(Metric(s.name, value, s.unit, tags))
+        elif s.name == "lat" and s.tags.get("op", "") in iops:
+            weights = iops[s.tags.get("op", "")].points
+            value = phases.weighted_mean(s.points, weights, phase.start, phase.end)
+            out.append(Metric("lat_mean", value, "s", tags,
+                              "" if value is not None else "no I/O completed"))
+    return out
+
+
+def _p99(logs: Mapping[str, str], split: Sequence[phases.Phase]) -> list[Metric]:
+    out = []
+    for op, by_second in second_histograms(logs).items():
+        for phase in split:
+            # A second belongs to the phase its middle falls in.
+            merged = merge_histograms(h for t, h in by_second.items()
+                                      if phase.start <= t - 0.5 < phase.end)
+            if sum(merged.values()):
+                out.append(Metric("clat_p99", percentile_from_histogram(merged, 99.0) * 1e-9,
+                                  "s", {"op": op, "phase": phase.name}))
+    return out
+
+
+def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
+                events: Sequence[Mapping[str, Any]], end: float) -> list[Metric]:
+    before = next((p for p in split if p.name == "before"), None)
+    if before is None:
+        return []
+    out = []
+    for event in events:
+        if event.get("error") or event.get("phase") not in ("after", "restore"):
+            continue
+        since = float(event["done_s"])
+        for s in series:
+            if s.name != "iops":
+                continue
+            level = phases.rate(s.points, before.start, before.end) or 0.0
+            took = phases.recovery(s.points, level, since, end)
+            out.append(Metric("recovery_seconds", took, "s",
+                              {**s.tags, "after": str(event.get("action", ""))},
+                              "" if took is not None else "not recovered by the end of the run"))
+    return out
+
+
+def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
+            ) -> list[Metric]:
+    """rebuild_progress (fraction at the last sample) and rebuild_seconds: measured when
+    the rebuild ended in the run, else projected from its progress (noted so)."""
+    restored = [float(e["done_s"]) for e in events
+                if e.get("action") == "restore" and not e.get("error")]
+    seen = [s for s in samples if "rebuild" in s and restored and s["t"] >= restored[-1]]
+    if not restored or not seen:
+        return []
+    start = restored[-1]
+    running = [s for s in seen if s["rebuild"] is not None]
+    finished = next((s for s in seen if s["rebuild"] is None and running
+                     and s["t"] > running[0]["t"]), None)
+    if finished is not None:
+        return [Metric("rebuild_progress", 1.0, ""),
+                Metric("rebuild_seconds", float(finished["t"]) - start, "s")]
+    if not running:
+        return []
+    last = running[-1]
+    fraction = float(last["rebuild"]["fraction"])
+    projected = (float(last["t"]) - start) / fraction if fraction > 0 else None
+    return [Metric("rebuild_progress", fraction, ""),
+            Metric("rebuild_seconds", projected, "s", note="projected from the progress at "
+                   "the end of the run")]

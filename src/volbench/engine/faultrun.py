@@ -1,0 +1,221 @@
+"""Faults fired on a schedule beside one measured run, and the run's phases measured.
+
+`FaultRun` wraps the measured process: a thread fires each fault at its time (seconds
+from just before the process starts), journals the action before its commands run,
+samples what an action watches (md rebuild progress) each second, and ends every fault
+still in effect when the process ends or is interrupted. Events (time asked, started,
+done, the commands and their output) go to the run's annotations under `faults`.
+`phase_metrics` then cuts the run's per-second series at the events (stats.phases).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from volbench.config.faults import ENDING, UNDONE_BY, FaultSpec
+from volbench.core.errors import VolbenchError
+from volbench.faults import COMMANDS, make_action, md
+from volbench.faults.base import Action, Done, run_commands
+from volbench.faults.check import concerned
+from volbench.system.journal import Entry, Scope
+from volbench.targets.base import Built, TargetSpec
+from volbench.workloads.base import WorkloadSpec
+
+# The phase an ending action opens: md's restore is a phase of its own (the rebuild runs);
+# a server started again or a disk back at speed is `after`.
+PHASE_OF_ENDING = {"restore": "restore", "start": "after", "return": "after"}
+SAMPLE_EVERY_S = 1.0
+JOIN_TIMEOUT_S = 150.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A fault of the workload with the target it acts on, as built for this run."""
+
+    index: int  # its position in the workload's faults:
+    fault: FaultSpec
+    spec: TargetSpec
+    built: Built
+
+
+@dataclass(frozen=True)
+class Step:
+    at: float
+    bound: Bound
+    ends: bool  # True: ends the fault in effect on the same thing
+
+    @property
+    def fault(self) -> FaultSpec:
+        return self.bound.fault
+
+
+@dataclass
+class _Active:
+    action: Action
+    entry: Entry
+
+
+def schedule(faults: Sequence[Bound]) -> list[Step]:
+    """The timed steps of a run's faults: each start, each ending action, and the end of
+    each fault with `for:`, in time order (an end before a start at the same time)."""
+    steps: list[Step] = []
+    for bound in faults:
+        fault = bound.fault
+        steps.append(Step(fault.at, bound, fault.action in ENDING))
+        if fault.duration is not None:
+            steps.append(Step(fault.at + fault.duration, bound, True))
+    return sorted(steps, key=lambda s: (s.at, not s.ends))
+
+
+@dataclass
+class FaultRun:
+    """Context manager around a measured process; `events` holds what happened."""
+
+    faults: Sequence[Bound]
+    scope: Scope
+    clock: Callable[[], float] = time.monotonic
+    events: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._active: dict[tuple[str | None, str | None], _Active] = {}
+        self._samplers: list[Callable[[], dict[str, Any]]] = []
+        self._thread = threading.Thread(target=self._loop, name="volbench-faults", daemon=True)
+        self._t0 = 0.0
+
+    def now(self) -> float:
+        return self.clock() - self._t0
+
+    def __enter__(self) -> FaultRun:
+        self._t0 = self.clock()
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join(JOIN_TIMEOUT_S)
+        with self._lock:
+            for key in list(self._active):
+                self._end(key, None, self.now(), at_teardown=True)
+        self.scope.close()  # anything left (a step cut short) is undone by its undoer
+
+    # -- the thread ---------------------------------------------------------------------
+    def _loop(self) -> None:
+        todo = schedule(self.faults)
+        next_sample = SAMPLE_EVERY_S
+        while todo or self._samplers:
+            due = min(todo[0].at if todo else float("inf"), next_sample)
+            if self._stop.wait(max(0.0, due - self.now())):
+                return
+            if todo and todo[0].at <= self.now():
+                step = todo.pop(0)
+                with self._lock:
+                    self._fire(step)
+            if self.now() >= next_sample:
+                self._sample()
+                next_sample = self.now() + SAMPLE_EVERY_S
+
+    def _sample(self) -> None:
+        for sampler in list(self._samplers):
+            taken = sampler()
+            self.samples.append({"t": round(self.now(), 3), **taken})
+            if taken.get("rebuild", "none") is None and self._samplers:
+                self._samplers.remove(sampler)  # the rebuild finished
+
+    def _fire(self, step: Step) -> None:
+        key = (step.fault.device, step.fault.target)
+        asked = step.at
+        if step.ends:
+            phase = PHASE_OF_ENDING.get(step.fault.action, "after")
+            self._end(key, step, asked, phase=phase)
+            return
+        event = self._event(step, asked, step.fault.action)
+        try:
+            action = make_action(step.fault, step.bound.spec, step.bound.built)
+            event["facts"] = action.facts
+            entry = self.scope.add(action.journal_kind, **action.data)  # before it acts
+            self._active[key] = _Active(action, entry)
+            event["commands"] = _shown(run_commands(action.apply_commands()))
+            if action.sample is not None:
+                self._samplers.append(action.sample)
+        except VolbenchError as exc:
+            event["error"] = str(exc)
+        event["done_s"] = round(self.now(), 3)
+        self.events.append(event)
+
+    def _end(self, key: tuple[str | None, str | None], step: Step | None, asked: float,
+             phase: str = "after", at_teardown: bool = False) -> None:
+        active = self._active.pop(key, None)
+        if active is None:
+            return
+        name = step.fault.action if step and step.fault.action in ENDING else "end"
+        event = self._event(step, asked, phase if not at_teardown else "teardown", name)
+        event["fault"] = event.get("fault", active.action.name)
+        try:
+            event["commands"] = _shown(run_commands(
+                active.action.undo_commands(active.entry.data)))
+            self.scope.forget(active.entry)
+        except VolbenchError as exc:
+            event["error"] = str(exc)  # the entry stays: the scope's close tries again
+        if active.action.name == "fail" and step is not None and not at_teardown:
+            self._samplers.append(md.restore_sampler(step.bound.built))
+        event["done_s"] = round(self.now(), 3)
+        self.events.append(event)
+
+    def _event(self, step: Step | None, asked: float, phase: str,
+               action: str | None = None) -> dict[str, Any]:
+        event: dict[str, Any] = {"asked_s": round(asked, 3), "started_s": round(self.now(), 3),
+                                 "phase": phase, "commands": [], "error": None}
+        if step is not None:
+            event.update(index=step.bound.index, action=action or step.fault.action,
+                         on=step.fault.device or step.fault.target)
+        else:
+            event["action"] = action or "end"
+        return event
+
+
+def _shown(done: Sequence[Done]) -> list[dict[str, Any]]:
+    return [d.as_dict() for d in done]
+
+
+def recorded(run: FaultRun) -> dict[str, Any]:
+    """What the run's annotations keep: events, and samples (rebuild progress)."""
+    return {"events": run.events, "samples": run.samples}
+
+
+def bind(faults: Sequence[FaultSpec], targets: Sequence[TargetSpec], run_on: set[str],
+         built: Mapping[str, Built]) -> list[Bound]:
+    """The faults that fire into a run on a target whose stack is `run_on` (the target and
+    what it is built on, transitively): those acting on one of them, with its Built."""
+    out = []
+    for index, fault in enumerate(faults):
+        spec = concerned(fault, targets)
+        if spec is not None and spec.name in run_on and spec.name in built:
+            out.append(Bound(index, fault, spec, built[spec.name]))
+    return out
+
+
+def plan_lines(workloads: Sequence[WorkloadSpec], targets: Sequence[TargetSpec],
+               on: Callable[[str], set[str]]) -> list[str]:
+    """The fault schedule as `volbench plan` prints it: per workload, the runs it fires
+    into (targets whose stack `on(name)` holds the faulted one) and each step's commands."""
+    lines = []
+    for workload in workloads:
+        for fault in workload.faults:
+            spec = concerned(fault, targets)
+            runs = [t.name for t in targets if spec is not None and spec.name in on(t.name)]
+            lines.append(f"fault {workload.name} {fault.describe()} -> runs on "
+                         f"{', '.join(runs) or '(none)'}: {COMMANDS.get(fault.action, '')}")
+            if fault.duration is not None:
+                ending = UNDONE_BY[fault.action]
+                lines.append(f"fault {workload.name} at {fault.at + fault.duration:g} s: "
+                             f"{ending} {fault.names}: {COMMANDS.get(ending, '')}")
+    return lines
