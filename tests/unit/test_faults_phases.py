@@ -7,7 +7,7 @@ import random
 import pytest
 
 from volbench.core.model import Parsed, Series
-from volbench.engine.faultphases import phase_metrics, rebuild, run_end
+from volbench.engine.faultphases import fio_offset, phase_metrics, rebuild, run_end
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
 
@@ -32,7 +32,9 @@ def test_missing_seconds_count_as_zero_and_filled_zeros_change_nothing() -> None
         assert phases.rate(points, 10.0, 20.0) == 0.0
         assert phases.rate(points, 0.0, 30.0) == pytest.approx(2000 / 30)
         assert phases.longest_stall(points, 0.0, 30.0) == 10.0
-        assert phases.rate(points, 5.5, 10.5) == pytest.approx(450 / 5)
+        # The seconds a phase starts and ends in are left out: (6, 7] .. (9, 10].
+        assert phases.rate(points, 5.5, 10.5) == pytest.approx(100.0)
+        assert phases.rate(points, 10.2, 10.7) == pytest.approx(0.0)
 
 
 def test_stall_at_the_first_and_last_seconds_counts() -> None:
@@ -90,7 +92,8 @@ def test_phase_metrics_from_series_and_events() -> None:
     lat = Series("lat", "s", tuple(secs({t: (0.032 if t <= 20 else 0.064)
                                         for t in range(1, 41)})), {"op": "read"})
     events = [{"done_s": 20.0, "phase": "fail", "action": "fail", "error": None},
-              {"done_s": 30.0, "phase": "restore", "action": "restore", "error": None}]
+              {"done_s": 30.0, "phase": "restore", "action": "restore", "fault": "fail",
+               "error": None}]
     parsed = phase_metrics(Parsed(series=(iops, lat)), events, 40.3, {})
     got = {(m.name, m.tags.get("phase"), m.tags.get("after")): m.value for m in parsed.metrics}
     assert got[("iops", "before", None)] == 500.0
@@ -99,7 +102,7 @@ def test_phase_metrics_from_series_and_events() -> None:
     assert got[("phase_seconds", "restore", None)] == 10.0
     assert got[("stall_seconds", None, None)] == 0.0
     # The rate never came back to 90 % of before: not recovered, and said so.
-    assert got[("recovery_seconds", None, "restore")] is None
+    assert got[("recovery_seconds", None, "fail")] is None
     note = next(m.note for m in parsed.metrics if m.name == "recovery_seconds")
     assert note == "not recovered by the end of the run"
 
@@ -143,3 +146,39 @@ def test_rebuild_seconds_measured_or_projected() -> None:
     assert [(m.name, m.value) for m in projected] == [("rebuild_progress", 0.25),
                                                        ("rebuild_seconds", 40.0)]
     assert projected[1].note.startswith("projected")
+
+
+def test_event_times_move_onto_fios_clock() -> None:
+    """fio 3.33 stamped its JSON at 1795613289312 ms after 14029 ms of I/O; the process
+    had started at 1795613274.43935: fio's time zero is 0.844 s later (measured on a
+    throttled loop disk, where a slow fault at 4.0 s showed in fio's second (3, 4])."""
+    doc = '{"timestamp_ms": 1795613289312, "jobs": [{"job_runtime": 14029}]}'
+    offset = fio_offset({"fio.json": doc}, 1795613274.43935)
+    assert offset == pytest.approx(0.844, abs=0.001)
+    assert fio_offset({"fio.json": "not json"}, 0.0) == 0.0
+    assert fio_offset({}, 0.0) == 0.0
+    iops = Series("iops", "op/s", tuple(secs({t: (100.0 if 4 <= t <= 7 else 500.0)
+                                             for t in range(1, 14)})), {"op": "read"})
+    events = [{"done_s": 3.844, "phase": "slow", "error": None},
+              {"done_s": 7.844, "phase": "after", "error": None, "fault": "slow"}]
+    got = {(m.name, m.tags.get("phase")): m.value
+           for m in phase_metrics(Parsed(series=(iops,)), events, 14.0, {}, (), offset).metrics}
+    assert got[("iops", "slow")] == pytest.approx(100.0, rel=0.01)
+    assert got[("iops", "before")] == pytest.approx(500.0, rel=0.01)
+
+
+def test_a_slow_fault_on_a_throttled_loop_disk_measured_on_whole_seconds() -> None:
+    """fio's per-second IOPS of a real run (loop disk capped at 500 read IOPS, cut to 20 %
+    at 4 s for 4 s; fio's clock 0.703 s behind the process's): the seconds the fault
+    starts and ends in (259, 380) mix both levels and are left out of both phases."""
+    real = [500.0, 500, 500, 259, 110, 100, 99, 380, 500, 500, 500, 495, 500, 500]
+    iops = Series("iops", "op/s", tuple((float(t), v) for t, v in enumerate(real, 1)),
+                  {"op": "read"})
+    events = [{"done_s": 4.012, "phase": "slow", "error": None},
+              {"done_s": 8.001, "phase": "after", "error": None, "fault": "slow"}]
+    got = {(m.name, m.tags.get("phase")): m.value for m in
+           phase_metrics(Parsed(series=(iops,)), events, 15.0, {}, (), 0.703).metrics}
+    assert got[("iops", "before")] == 500.0
+    assert got[("iops", "slow")] == pytest.approx(103.0)  # ground truth 100
+    assert got[("iops", "after")] == pytest.approx(499.2, abs=0.1)
+    assert got[("recovery_seconds", None)] == pytest.approx(8.0 - 7.298, abs=0.01)

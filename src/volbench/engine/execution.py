@@ -18,7 +18,7 @@ from typing import Any
 
 from volbench.core.errors import ResourceError, VolbenchError, key_lines
 from volbench.core.model import Params, Parsed, RunResult, Status
-from volbench.engine.faultphases import phase_metrics
+from volbench.engine.faultphases import fio_offset, phase_metrics
 from volbench.engine.faultrun import FaultRun, recorded
 from volbench.stats.windows import with_windows
 from volbench.system import proc
@@ -146,8 +146,10 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                 ctx.host))
             parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
             if faults is not None:
+                offset = fio_offset(outputs, done.started)
+                annotations["faults"]["tool_offset_s"] = round(offset, 3)
                 parsed = phase_metrics(parsed, faults.events, done.elapsed, outputs,
-                                       faults.samples)
+                                       faults.samples, offset)
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

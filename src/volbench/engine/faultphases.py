@@ -10,6 +10,7 @@ stats.phases; this module only picks the series and names the metrics.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,6 +24,8 @@ RATES = ("iops", "bw")
 # fio's last logged second ends within about a second of the process; a longer quiet
 # tail is a stall at the end of the run (a disk that never came back) and counts.
 TAIL_SLACK_S = 2.0
+# A start later than this is not fio's start-up (a clock step, a confused output).
+MAX_OFFSET_S = 30.0
 
 
 def run_end(series: Sequence[Series], elapsed: float) -> float:
@@ -31,10 +34,24 @@ def run_end(series: Sequence[Series], elapsed: float) -> float:
     return float(int(elapsed)) if elapsed - last > TAIL_SLACK_S else max(last, 1.0)
 
 
-def cuts(events: Sequence[Mapping[str, Any]]) -> list[tuple[float, str]]:
-    """(time done, phase it opens) of the events that took effect during the run."""
-    return [(float(e["done_s"]), str(e["phase"])) for e in events
+def cuts(events: Sequence[Mapping[str, Any]], offset: float = 0.0) -> list[tuple[float, str]]:
+    """(time done on the tool's clock, phase it opens) of the events that took effect
+    during the run; `offset`: how much later than the process the tool's clock starts."""
+    return [(float(e["done_s"]) - offset, str(e["phase"])) for e in events
             if not e.get("error") and e.get("phase") != "teardown"]
+
+
+def fio_offset(outputs: Mapping[str, str], started: float) -> float:
+    """Seconds from the process start to fio's time zero (its logs' clock): fio stamps
+    its JSON when the jobs end (timestamp_ms), after job_runtime ms of I/O. 0 when the
+    output does not say (another tool, or an older fio)."""
+    try:
+        doc = json.loads(outputs.get("fio.json", ""))
+        runtime = max(float(j.get("job_runtime", 0)) for j in doc.get("jobs", []))
+        offset = (float(doc["timestamp_ms"]) - runtime) / 1000.0 - started
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return 0.0
+    return offset if 0.0 <= offset < MAX_OFFSET_S else 0.0
 
 
 def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
@@ -47,14 +64,15 @@ def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
 
 
 def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: float,
-                  logs: Mapping[str, str], samples: Sequence[Mapping[str, Any]] = ()
-                  ) -> Parsed:
-    """`parsed` with the phase metrics added (unchanged when it has no series)."""
+                  logs: Mapping[str, str], samples: Sequence[Mapping[str, Any]] = (),
+                  offset: float = 0.0) -> Parsed:
+    """`parsed` with the phase metrics added (unchanged when it has no series). Event
+    times are from the process start, the series' from the tool's: `offset` apart."""
     series = [s for s in parsed.series if s.name in (*RATES, "lat")]
     if not any(s.name == "iops" for s in series):
         return parsed
-    end = run_end(series, elapsed)
-    split = phases.split(cuts(events), end)
+    end = run_end(series, elapsed - offset)
+    split = phases.split(cuts(events, offset), end)
     out: list[Metric] = []
     for phase in split:
         out += _rates(series, phase)
@@ -63,7 +81,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
             _all_ops(series), phase.start, phase.end), "s", {"phase": phase.name}))
     out += _p99(logs, split)
     out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
-    out += _recoveries(series, split, events, end)
+    out += _recoveries(series, split, events, end, offset)
     out += rebuild(events, samples)
     return replace(parsed, metrics=parsed.metrics + tuple(out))
 
@@ -88,9 +106,9 @@ def _p99(logs: Mapping[str, str], split: Sequence[phases.Phase]) -> list[Metric]
     out = []
     for op, by_second in second_histograms(logs).items():
         for phase in split:
-            # A second belongs to the phase its middle falls in.
+            start, end = phases.whole_seconds(phase.start, phase.end)
             merged = merge_histograms(h for t, h in by_second.items()
-                                      if phase.start <= t - 0.5 < phase.end)
+                                      if start <= t - 0.5 < end)
             if sum(merged.values()):
                 out.append(Metric("clat_p99", percentile_from_histogram(merged, 99.0) * 1e-9,
                                   "s", {"op": op, "phase": phase.name}))
@@ -98,7 +116,8 @@ def _p99(logs: Mapping[str, str], split: Sequence[phases.Phase]) -> list[Metric]
 
 
 def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
-                events: Sequence[Mapping[str, Any]], end: float) -> list[Metric]:
+                events: Sequence[Mapping[str, Any]], end: float, offset: float
+                ) -> list[Metric]:
     before = next((p for p in split if p.name == "before"), None)
     if before is None:
         return []
@@ -106,14 +125,14 @@ def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
     for event in events:
         if event.get("error") or event.get("phase") not in ("after", "restore"):
             continue
-        since = float(event["done_s"])
+        since = float(event["done_s"]) - offset
         for s in series:
             if s.name != "iops":
                 continue
             level = phases.rate(s.points, before.start, before.end) or 0.0
             took = phases.recovery(s.points, level, since, end)
             out.append(Metric("recovery_seconds", took, "s",
-                              {**s.tags, "after": str(event.get("action", ""))},
+                              {**s.tags, "after": str(event.get("fault", ""))},
                               "" if took is not None else "not recovered by the end of the run"))
     return out
 

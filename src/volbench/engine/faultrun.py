@@ -134,8 +134,9 @@ class FaultRun:
         key = (step.fault.device, step.fault.target)
         asked = step.at
         if step.ends:
-            phase = PHASE_OF_ENDING.get(step.fault.action, "after")
-            self._end(key, step, asked, phase=phase)
+            ending = step.fault.action if step.fault.action in ENDING else \
+                UNDONE_BY[step.fault.action]
+            self._end(key, step, asked, phase=PHASE_OF_ENDING.get(ending, "after"))
             return
         event = self._event(step, asked, step.fault.action)
         try:
@@ -156,7 +157,7 @@ class FaultRun:
         active = self._active.pop(key, None)
         if active is None:
             return
-        name = step.fault.action if step and step.fault.action in ENDING else "end"
+        name = UNDONE_BY.get(active.action.name, "end")
         event = self._event(step, asked, phase if not at_teardown else "teardown", name)
         event["fault"] = event.get("fault", active.action.name)
         try:

@@ -4,12 +4,14 @@ A per-second point (t, v) covers the second (t-1, t]: fio logs, once a second, t
 I/Os completed in the second ending at t. A second with no point had no completions
 (fio writes no line for it), so every rate here is *I/Os in the phase / phase length*
 with missing seconds counting as zero, and a stall is the longest stretch no second
-with completions covers. Both are right whether a series builder filled the gaps with
-zeros or not.
+with completions covers. Rates and latencies use the phase's whole seconds: the second
+a fault starts in holds I/Os of both phases in one number. Both are right whether a
+series builder filled the gaps with zeros or not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -61,8 +63,18 @@ def completed(points: Sequence[Point], start: float, end: float) -> float:
     return sum(v * _overlap(t, start, end) for t, v in points)
 
 
+def whole_seconds(start: float, end: float) -> tuple[float, float]:
+    """The whole logged seconds inside [start, end), when there is one: a second that a
+    fault starts or ends in mixes both phases (blk-throttle and md change rate at once,
+    the log line does not say when), so it is left out; else the stretch itself."""
+    first, last = math.ceil(start), math.floor(end)
+    return (float(first), float(last)) if last > first else (start, end)
+
+
 def rate(points: Sequence[Point], start: float, end: float) -> float | None:
-    """Mean rate over [start, end): completions / length; None for an empty stretch."""
+    """Mean rate over the whole seconds in [start, end): completions / their length
+    (seconds without a log line count as zero); None for an empty stretch."""
+    start, end = whole_seconds(start, end)
     if end <= start:
         return None
     return completed(points, start, end) / (end - start)
@@ -72,6 +84,7 @@ def weighted_mean(values: Sequence[Point], weights: Sequence[Point], start: floa
                   end: float) -> float | None:
     """Mean of per-second values (latency) weighted by the same seconds' I/Os; None when
     no I/O completed in the stretch."""
+    start, end = whole_seconds(start, end)
     w = dict(weights)
     total = weight = 0.0
     for t, v in values:
