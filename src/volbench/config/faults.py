@@ -29,8 +29,8 @@ ENDING = {"restore", "start", "return"}
 ACTIONS = (*UNDONE_BY, *sorted(ENDING))
 # Options an action takes beside at/action/device/target/for.
 OPTIONS: Mapping[str, tuple[str, ...]] = {
+    # md's rebuild throttle (KiB/s), from the fail to the end of the run.
     "fail": ("speed_limit_min", "speed_limit_max"),
-    "restore": ("speed_limit_min", "speed_limit_max"),
     "slow": ("percent",),
 }
 MAX_AT_S = 7 * 24 * 3600.0

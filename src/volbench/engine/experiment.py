@@ -268,7 +268,8 @@ def parse_document(document: Any, source: str = "experiment",
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
-    problems += fault_problems(experiment.targets, experiment.workloads)
+    problems += fault_problems(experiment.targets, experiment.workloads,
+                               [d.by_id for d in experiment.lab.disks] if experiment.lab else [])
     _size_problems(r, experiment)
     r.finish()
     if problems:

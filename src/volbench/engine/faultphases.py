@@ -69,8 +69,8 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     """`parsed` with the phase metrics added (unchanged when it has no series). Event
     times are from the process start, the series' from the tool's: `offset` apart."""
     series = [s for s in parsed.series if s.name in (*RATES, "lat")]
-    if not any(s.name == "iops" for s in series):
-        return parsed
+    if not any(s.name == "iops" for s in series):  # a job without fio's logs
+        return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
     end = run_end(series, elapsed - offset)
     split = phases.split(cuts(events, offset), end)
     out: list[Metric] = []

@@ -142,6 +142,8 @@ class FaultRun:
         try:
             action = make_action(step.fault, step.bound.spec, step.bound.built)
             event["facts"] = action.facts
+            for kind, data in action.keep:  # undone when the run's scope closes
+                self.scope.add(kind, **data)
             entry = self.scope.add(action.journal_kind, **action.data)  # before it acts
             self._active[key] = _Active(action, entry)
             event["commands"] = _shown(run_commands(action.apply_commands()))

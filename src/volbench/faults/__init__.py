@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from volbench.config.faults import FaultSpec
 from volbench.faults import md, nfs, throttle
-from volbench.faults.base import Action, FaultError
+from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
 # Action -> the target types it acts on (check.py refuses others before the run).
@@ -33,6 +33,7 @@ COMMANDS = {
 def make_action(fault: FaultSpec, spec: TargetSpec, built: Built) -> Action:
     """The action that starts `fault` on the built target `spec` names (FaultError when
     the built target cannot take it, e.g. an NFS server that was not volbench's)."""
+    refuse_real_disk(fault, spec)
     if fault.action == "fail":
         return md.fail(fault, built)
     if fault.action == "stop":

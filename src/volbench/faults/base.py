@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from volbench.config.faults import FaultSpec
 from volbench.core.errors import VolbenchError
 from volbench.system import proc
+from volbench.system.block.disks import DiskSource, ListedDisk
+from volbench.system.host.hostinfo import inside_lab
+from volbench.targets.base import TargetSpec
 
 COMMAND_TIMEOUT = 120.0
 # Kept per command in the run's annotations: enough to read an error, not a whole log.
@@ -86,9 +90,27 @@ class Action:
     facts: dict[str, Any] = field(default_factory=dict)
     # Sampled each second while the fault or its end is in effect (md rebuild progress).
     sample: Callable[[], dict[str, Any]] | None = None
+    # Settings the action changes that hold until the run ends (md's speed limits for the
+    # rebuild after it): journalled with their undo data, undone by the run's teardown.
+    keep: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def undo_now(kind_undo: Callable[[Mapping[str, Any]], list[Command]],
              data: Mapping[str, Any]) -> None:
     """The undoer body every fault kind shares: its commands, each step checked."""
     run_commands(kind_undo(data))
+
+
+def listed_disks(spec: TargetSpec) -> tuple[ListedDisk, ...]:
+    """The disks a target lists itself (not the ones of targets it is built on)."""
+    source = getattr(spec, "source", None)
+    return source.listed if isinstance(source, DiskSource) else ()
+
+
+def refuse_real_disk(fault: FaultSpec, spec: TargetSpec) -> None:
+    """Refuse, when it is about to act, a fault on a listed disk outside the lab that
+    does not say `wipe: true` (the file check lets the lab's disks through on the host)."""
+    disk = next((d for d in listed_disks(spec) if d.path == fault.device), None)
+    if disk is not None and not disk.wipe and not inside_lab():
+        raise FaultError(f"{disk.path} is a real disk outside the lab; run it in the lab "
+                         "(volbench lab run), or set wipe: true on that disk")

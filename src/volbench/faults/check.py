@@ -13,16 +13,10 @@ from volbench.config.faults import FaultSpec
 from volbench.config.fields import did_you_mean
 from volbench.core.errors import Problem
 from volbench.faults import TARGET_TYPES, THROTTLED
-from volbench.system.block.disks import DiskSource, ListedDisk
+from volbench.faults.base import listed_disks
 from volbench.system.host.hostinfo import inside_lab
 from volbench.targets.base import TargetSpec
 from volbench.workloads.base import WorkloadSpec
-
-
-def listed_disks(spec: TargetSpec) -> tuple[ListedDisk, ...]:
-    """The disks a target lists itself (not the ones of targets it is built on)."""
-    source = getattr(spec, "source", None)
-    return source.listed if isinstance(source, DiskSource) else ()
 
 
 def concerned(fault: FaultSpec, targets: Sequence[TargetSpec]) -> TargetSpec | None:
@@ -34,14 +28,16 @@ def concerned(fault: FaultSpec, targets: Sequence[TargetSpec]) -> TargetSpec | N
 
 
 def problems(targets: Sequence[TargetSpec], workloads: Sequence[WorkloadSpec],
-             lab: bool | None = None) -> list[Problem]:
-    """Every fault of every workload that names nothing built here or cannot act on it."""
-    in_lab = inside_lab() if lab is None else lab
+             lab_disks: Sequence[str] = ()) -> list[Problem]:
+    """Every fault of every workload that names nothing built here or cannot act on it.
+    `lab_disks`: the lab's disks (by-id paths), which `volbench lab run` gives the VM
+    (a plain run refuses a fault on them again when it acts, outside the lab)."""
     found: list[Problem] = []
     for w, workload in enumerate(workloads):
         for i, fault in enumerate(workload.faults):
             where = f"workloads[{w}].faults[{i}]"
-            found += _fault_problems(where, fault, targets, in_lab)
+            found += _fault_problems(where, fault, targets, inside_lab() or
+                                     fault.device in lab_disks)
     return found
 
 

@@ -77,18 +77,27 @@ def _in_array(array: str, member: str) -> bool:
 
 
 def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
-    """Put the member back (if the array still runs and lacks it) and the speed limits."""
-    commands = [Command(path=str(SPEED / k), text=str(v))
-                for k, v in data.get("limits", {}).items()]
+    """Put the member back, if the array still runs and lacks it."""
     array, member = str(data["array"]), str(data["member"])
     if Path(array).exists() and Path(member).exists() and not _in_array(array, member):
-        commands.insert(0, Command(("mdadm", "--add", array, member)))
-    return commands
+        return [Command(("mdadm", "--add", array, member))]
+    return []
 
 
 @undoer("fault-md-member")
 def _undo(data: Mapping[str, Any]) -> None:
     undo_now(_undo_commands, data)
+
+
+def _limits_back(data: Mapping[str, Any]) -> list[Command]:
+    return [Command(path=str(SPEED / k), text=str(v)) for k, v in data.get("limits", {}).items()]
+
+
+@undoer("fault-md-speed")
+def _undo_speed(data: Mapping[str, Any]) -> None:
+    """md's speed limits as they were before the run set them (they hold until its end:
+    the rebuild after `restore` runs under them)."""
+    undo_now(_limits_back, data)
 
 
 def _sampler(array: str) -> Any:
@@ -111,16 +120,21 @@ def fail(fault: FaultSpec, built: Built) -> Action:
     old = speed_limits()
     wanted = {k: v for k, v in fault.options.items() if k in LIMITS}
 
+    # max first when raising, min first when lowering: md refuses min > max.
+    order = sorted(wanted.items(), key=lambda kv: (kv[0] == "speed_limit_min") ==
+                   (kv[1] > old.get(kv[0], 0)))
+    sets = [Command(path=str(SPEED / k), text=str(v)) for k, v in order]
+
     def apply() -> list[Command]:
-        sets = [Command(path=str(SPEED / k), text=str(v)) for k, v in wanted.items()]
         return [*sets, Command(("mdadm", "--fail", array, member)),
                 Command(("mdadm", "--remove", array, member))]
 
-    data = {"array": array, "member": member,
-            "limits": {k: old[k] for k in wanted if k in old}}
-    return Action("fail", "fault-md-member", data, apply, _undo_commands,
-                  facts={"speed_limits": old, "level": built.info.get("level")},
-                  sample=_sampler(array))
+    keep = [("fault-md-speed", {"limits": {k: old[k] for k in wanted if k in old}})] \
+        if wanted else []
+    return Action("fail", "fault-md-member", {"array": array, "member": member}, apply,
+                  _undo_commands, facts={"speed_limits": old, "set": wanted,
+                                         "level": built.info.get("level")},
+                  keep=keep)
 
 
 def restore_sampler(built: Built) -> Any:
