@@ -34,13 +34,6 @@ def run_end(series: Sequence[Series], elapsed: float) -> float:
     return float(int(elapsed)) if elapsed - last > TAIL_SLACK_S else max(last, 1.0)
 
 
-def cuts(events: Sequence[Mapping[str, Any]], offset: float = 0.0) -> list[tuple[float, str]]:
-    """(time done on the tool's clock, phase it opens) of the events that took effect
-    during the run; `offset`: how much later than the process the tool's clock starts."""
-    return [(float(e["done_s"]) - offset, str(e["phase"])) for e in events
-            if not e.get("error") and e.get("phase") != "teardown"]
-
-
 def fio_offset(outputs: Mapping[str, str], started: float) -> float:
     """Seconds from the process start to fio's time zero (its logs' clock): fio stamps
     its JSON when the jobs end (timestamp_ms), after job_runtime ms of I/O. 0 when the
@@ -72,7 +65,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     if not any(s.name == "iops" for s in series):  # a job without fio's logs
         return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
     end = run_end(series, elapsed - offset)
-    split = phases.split(cuts(events, offset), end)
+    split = phases.split(phases.cuts(events, offset), end)
     out: list[Metric] = []
     for phase in split:
         out += _rates(series, phase)

@@ -12,8 +12,9 @@ series builder filled the gaps with zeros or not.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Point = tuple[float, float]
 # Seconds in a row that must be back at the level before a fault counts as recovered:
@@ -50,6 +51,14 @@ def split(events: Iterable[tuple[float, str]], end: float) -> list[Phase]:
     if end > start:
         out.append(Phase(name, start, end))
     return out
+
+
+def cuts(events: Iterable[Mapping[str, Any]], offset: float = 0.0) -> list[tuple[float, str]]:
+    """(time done on the tool's clock, phase it opens) of the fault events that took
+    effect during the run (`done_s`, `phase`, `error` as the engine records them);
+    `offset`: how much later than the process the tool's clock starts."""
+    return [(float(e["done_s"]) - offset, str(e["phase"])) for e in events
+            if not e.get("error") and e.get("phase") != "teardown"]
 
 
 def _overlap(t: float, start: float, end: float) -> float:
