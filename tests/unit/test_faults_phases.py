@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from volbench.core.model import Parsed, Series
-from volbench.engine.faultphases import fio_offset, phase_metrics, rebuild, run_end
+from volbench.engine.faultphases import fio_offset, io_errors, phase_metrics, rebuild, run_end
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
 
@@ -182,3 +183,13 @@ def test_a_slow_fault_on_a_throttled_loop_disk_measured_on_whole_seconds() -> No
     assert got[("iops", "slow")] == pytest.approx(103.0)  # ground truth 100
     assert got[("iops", "after")] == pytest.approx(499.2, abs=0.1)
     assert got[("recovery_seconds", None)] == pytest.approx(8.0 - 7.298, abs=0.01)
+
+
+def test_io_errors_from_fios_json() -> None:
+    real = (Path(__file__).parents[1] / "data" / "fio" / "3.33" / "client-1server.json")
+    assert [m.value for m in io_errors({"fio.json": real.read_text()})] == [0.0]
+    counted = '{"jobs": [{"error": 5, "total_err": 17}, {"error": 0, "total_err": 3}]}'
+    assert [m.value for m in io_errors({"fio.json": counted})] == [20.0]
+    stopped = '{"jobs": [{"error": 5}, {"error": 0}]}'
+    assert [m.value for m in io_errors({"fio.json": stopped})] == [1.0]
+    assert io_errors({}) == []

@@ -28,6 +28,18 @@ TAIL_SLACK_S = 2.0
 MAX_OFFSET_S = 30.0
 
 
+def io_errors(outputs: Mapping[str, str]) -> list[Metric]:
+    """`io_errors`: fio's error count (`total_err`, with continue_on_error) summed over
+    jobs, else the jobs that stopped on an error; nothing when there is no fio JSON."""
+    try:
+        jobs = json.loads(outputs.get("fio.json", "")).get("jobs", [])
+        count = sum(int(j["total_err"]) if "total_err" in j else int(j.get("error", 0) != 0)
+                    for j in jobs)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return []
+    return [Metric("io_errors", float(count), "")]
+
+
 def run_end(series: Sequence[Series], elapsed: float) -> float:
     """Where the measured time ends, in the series' seconds."""
     last = max((t for s in series for t, _ in s.points), default=0.0)
@@ -76,6 +88,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
     out += _recoveries(series, split, events, end, offset)
     out += rebuild(events, samples)
+    out += io_errors(logs)
     return replace(parsed, metrics=parsed.metrics + tuple(out))
 
 
