@@ -1,11 +1,13 @@
 """Ground truth for faults in the lab: every fault test in one experiment, one VM boot.
 
-`volbench lab run` (CLI end to end) of one experiment on two 300M standard disks (500
-IOPS each) as md RAID1, and NFSv3 (hard mount) on a fast disk:
+`volbench lab run` (CLI end to end) of one experiment on two 300M disks of 150 IOPS each
+as md RAID1, and NFSv3 (hard mount) on a fast disk:
 
 - reads (fio 4k random reads, QD16, 30 s) on the RAID1: member m2 failed at 8 s and
   added back at 18 s (md's speed limits set to 20 MB/s for the rebuild). Before, both
-  mirrors serve: ~1000 IOPS; degraded, one disk: ~500 (MACHINE-NOTES: 1002 vs 500.6).
+  mirrors serve: ~300 IOPS; degraded, one disk: ~150. (Two 500-IOPS disks give 1002 vs
+  500.6 on an idle host, MACHINE-NOTES; with the host loaded to a load average of 12 the
+  emulated guest delivered 318 of those 1000, so the caps here stay within its reach.)
 - writes (fio 4k random writes, QD4, 30 s) on NFSv3: nfsd stopped at 8 s for 15 s.
   A hard mount: no I/O error, a stall at least as long as the outage, writes resume.
 The runs of each workload on the other target are plain runs (no fault, no phases).
@@ -25,9 +27,11 @@ EXPERIMENT = """
 name: lab-faults
 lab:
   disks:
-    - {name: m1, size: 300M, class: standard}
-    - {name: m2, size: 300M, class: standard}
+    - {name: m1, size: 300M, class: slow}
+    - {name: m2, size: 300M, class: slow}
     - {name: n1, size: 1G, class: fast}
+  classes:
+    slow: {iops: 150, bps: 50M}
 targets:
   - {name: r1, type: mdraid, level: raid1, fs: none,
      devices: [/dev/disk/by-id/virtio-m1, /dev/disk/by-id/virtio-m2]}
@@ -80,8 +84,8 @@ def test_faults_in_the_lab(tmp_path: Path) -> None:
     print("raid1:", {k: v for k, v in got.items() if k[1]}, events)
     assert [(e["action"], e["phase"], e["error"]) for e in events] == [
         ("fail", "fail", None), ("restore", "restore", None)]
-    assert got[("iops", "before")] == pytest.approx(1000, rel=0.1)
-    assert got[("iops", "fail")] == pytest.approx(500, rel=0.1)
+    assert got[("iops", "before")] == pytest.approx(300, rel=0.1)
+    assert got[("iops", "fail")] == pytest.approx(150, rel=0.1)
     assert got[("rebuild_progress", "")] is not None
     assert events[0]["facts"]["speed_limits"]["speed_limit_min"] > 0
 
@@ -94,6 +98,7 @@ def test_faults_in_the_lab(tmp_path: Path) -> None:
     assert got[("stall_seconds", "")] >= 15.0
     assert got[("iops", "stop")] == 0.0
     assert got[("iops", "after")] > 0
+    assert got[("io_errors", "")] == 0
     assert "faults" not in runs[("n3", "reads")].annotations
     assert "faults" not in runs[("r1", "writes")].annotations
     print(f"lab faults test: {time.monotonic() - started:.0f} s")

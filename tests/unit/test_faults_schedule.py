@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from volbench.config.faults import FaultSpec
 from volbench.engine import faultrun
 from volbench.faults.base import Action, Command, undo_now
-from volbench.system import journal
+from volbench.system import journal, proc
 from volbench.targets.base import Built, TargetSpec
 
 
@@ -105,3 +106,18 @@ def test_the_journal_entry_is_written_before_the_action_runs(knob: Path, tmp_pat
     removed, errors = journal.cleanup(tmp_path / "state" / "journals")
     assert errors == [] and knob.read_text() == "normal"
     assert any(r.startswith("fault-test-knob") for r in removed)
+
+
+def test_the_schedule_starts_when_the_measured_process_has_a_child(knob: Path) -> None:
+    """Time zero is the first child of the measured process (fio's job process), not
+    the process start: here a process that sleeps 0.5 s before it starts a child."""
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(0.2, "slow", target="t")), jr.scope(),
+                                wait_for_child=True)
+        with run:
+            proc.run([sys.executable, "-c", "import subprocess, time; time.sleep(0.5); "
+                      "subprocess.run(['sleep', '0.6'])"], timeout=10, tracker=run.tap(None))
+    (start, end) = run.events
+    assert 0.4 <= run.waited_s < 0.9
+    assert start["asked_s"] == 0.2 and start["started_s"] >= 0.2
+    assert end["phase"] == "teardown"

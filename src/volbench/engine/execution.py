@@ -117,7 +117,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
         with faults if faults is not None else nullcontext():
-            done = run_invocation(inv, built, tracker)
+            done = run_invocation(inv, built, faults.tap(tracker) if faults else tracker)
         annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
         if built.cgroup:
             after = cgroups.serviced(built.cgroup)
@@ -146,7 +146,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                 ctx.host))
             parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
             if faults is not None:
-                offset = fio_offset(outputs, done.started)
+                offset = fio_offset(outputs, faults.zero_wall)
                 annotations["faults"]["tool_offset_s"] = round(offset, 3)
                 parsed = phase_metrics(parsed, faults.events, done.elapsed, outputs,
                                        faults.samples, offset)

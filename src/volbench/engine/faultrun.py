@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +23,7 @@ from volbench.core.errors import VolbenchError
 from volbench.faults import COMMANDS, make_action, md
 from volbench.faults.base import Action, Done, run_commands
 from volbench.faults.check import concerned
+from volbench.system import proc
 from volbench.system.journal import Entry, Scope
 from volbench.targets.base import Built, TargetSpec
 from volbench.workloads.base import WorkloadSpec
@@ -31,6 +33,10 @@ from volbench.workloads.base import WorkloadSpec
 PHASE_OF_ENDING = {"restore": "restore", "start": "after", "return": "after"}
 SAMPLE_EVERY_S = 1.0
 JOIN_TIMEOUT_S = 150.0
+# How long the schedule waits for the measured process's first child, and how often
+# it looks (a job without children starts its schedule then).
+START_WAIT_S = 60.0
+START_POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -78,11 +84,17 @@ class FaultRun:
 
     faults: Sequence[Bound]
     scope: Scope
+    # Time zero: the measured process's first child (see tap) rather than its start.
+    wait_for_child: bool = False
     clock: Callable[[], float] = time.monotonic
     events: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._pid: int | None = None
+        # Wall-clock time of the schedule's zero (for moving events onto the tool's clock).
+        self.zero_wall = 0.0
+        self.waited_s = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._active: dict[tuple[str | None, str | None], _Active] = {}
@@ -95,8 +107,27 @@ class FaultRun:
 
     def __enter__(self) -> FaultRun:
         self._t0 = self.clock()
+        self.zero_wall = time.time()
         self._thread.start()
         return self
+
+    def tap(self, tracker: proc.ProcessTracker | None) -> proc.ProcessTracker:
+        """A tracker passing everything on to `tracker`, noting the measured process's
+        PID: the schedule's zero waits for that process's first child (fio's job process,
+        forked as its I/O starts; fio's own start-up took 9 s in the loaded lab VM)."""
+        return _Tap(self, tracker)
+
+    def _wait_for_start(self) -> None:
+        """Until the measured process has a child (at most START_WAIT_S), then time zero."""
+        began = self.clock()
+        while self.wait_for_child and not self._stop.is_set() and \
+                self.clock() - began < START_WAIT_S:
+            if self._pid is not None and _has_child(self._pid):
+                break
+            self._stop.wait(START_POLL_S)
+        self.waited_s = self.clock() - self._t0
+        self._t0 = self.clock()
+        self.zero_wall = time.time()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -105,10 +136,17 @@ class FaultRun:
         with self._lock:
             for key in list(self._active):
                 self._end(key, None, self.now(), at_teardown=True)
-        self.scope.close()  # anything left (a step cut short) is undone by its undoer
+        # Anything left (a step cut short, md's speed limits) is undone by its undoer.
+        errors = self.scope.close()
+        if errors:
+            self.events.append({"action": "teardown", "phase": "teardown", "commands": [],
+                                "error": "; ".join(errors), "asked_s": None,
+                                "started_s": round(self.now(), 3),
+                                "done_s": round(self.now(), 3)})
 
     # -- the thread ---------------------------------------------------------------------
     def _loop(self) -> None:
+        self._wait_for_start()
         todo = schedule(self.faults)
         next_sample = SAMPLE_EVERY_S
         while todo or self._samplers:
@@ -149,7 +187,7 @@ class FaultRun:
             event["commands"] = _shown(run_commands(action.apply_commands()))
             if action.sample is not None:
                 self._samplers.append(action.sample)
-        except VolbenchError as exc:
+        except (VolbenchError, OSError) as exc:  # recorded; the run goes on without it
             event["error"] = str(exc)
         event["done_s"] = round(self.now(), 3)
         self.events.append(event)
@@ -166,7 +204,7 @@ class FaultRun:
             event["commands"] = _shown(run_commands(
                 active.action.undo_commands(active.entry.data)))
             self.scope.forget(active.entry)
-        except VolbenchError as exc:
+        except (VolbenchError, OSError) as exc:
             event["error"] = str(exc)  # the entry stays: the scope's close tries again
         if active.action.name == "fail" and step is not None and not at_teardown:
             self._samplers.append(md.restore_sampler(step.bound.built))
@@ -185,13 +223,35 @@ class FaultRun:
         return event
 
 
+class _Tap:
+    def __init__(self, run: FaultRun, inner: proc.ProcessTracker | None) -> None:
+        self.run, self.inner = run, inner
+
+    def process_started(self, pid: int, argv: Sequence[str]) -> object:
+        if self.run._pid is None:
+            self.run._pid = pid
+        return self.inner.process_started(pid, argv) if self.inner else None
+
+    def process_ended(self, token: object) -> None:
+        if self.inner is not None:
+            self.inner.process_ended(token)
+
+
+def _has_child(pid: int) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+    except OSError:
+        return True  # no such file (an older kernel) or the process is gone: start now
+
+
 def _shown(done: Sequence[Done]) -> list[dict[str, Any]]:
     return [d.as_dict() for d in done]
 
 
 def recorded(run: FaultRun) -> dict[str, Any]:
     """What the run's annotations keep: events, and samples (rebuild progress)."""
-    return {"events": run.events, "samples": run.samples}
+    return {"events": run.events, "samples": run.samples,
+            "zero_after_s": round(run.waited_s, 3)}
 
 
 def bind(faults: Sequence[FaultSpec], targets: Sequence[TargetSpec], run_on: set[str],

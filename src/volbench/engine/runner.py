@@ -313,7 +313,7 @@ class Session:
         """The workload's faults on this run's stack (none in warm-up rounds)."""
         bound = bind(spec.faults, self.exp.targets, closure(self.exp, run.target),
                      self.built) if spec.faults and not run.warmup else []
-        return FaultRun(bound, self.journal.scope()) if bound else None
+        return FaultRun(bound, self.journal.scope(), wait_for_child=True) if bound else None
 
     def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
         spec = self.exp.workload(run.workload)
