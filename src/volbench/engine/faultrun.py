@@ -51,6 +51,9 @@ class Bound:
 
 @dataclass(frozen=True)
 class Step:
+    """One timed step of a run's schedule: a fault's start, or the end of the fault in
+    effect on the same device or target (an ending action, or `for:` running out)."""
+
     at: float
     bound: Bound
     ends: bool  # True: ends the fault in effect on the same thing
@@ -103,6 +106,7 @@ class FaultRun:
         self._t0 = 0.0
 
     def now(self) -> float:
+        """Seconds since the schedule's zero (the process start until the zero is known)."""
         return self.clock() - self._t0
 
     def __enter__(self) -> FaultRun:
