@@ -51,11 +51,11 @@ def test_md_restore_adds_only_a_member_that_is_out(tmp_path: Path) -> None:
 def test_nfs_stop_refuses_a_server_volbench_did_not_start() -> None:
     theirs = Built("n3", "nfs", Path("/mnt"), info={"server": {"server": "already running"}})
     with pytest.raises(FaultError, match="was running before volbench"):
-        nfs.stop(FaultSpec(5, "stop", target="n3"), theirs)
+        nfs.stop(FaultSpec(5, "stop", target="n3"), theirs, {})
     ours = Built("n3", "nfs", Path("/mnt"), info={
         "server": {"server": "started by volbench", "threads": 8}, "version": "3",
         "mount": {"options": "rw,hard,timeo=600"}})
-    action = nfs.stop(FaultSpec(5, "stop", target="n3"), ours)
+    action = nfs.stop(FaultSpec(5, "stop", target="n3"), ours, {})
     assert action.apply_commands() == [Command(("rpc.nfsd", "0"))]
     assert action.facts["mount_options"] == "rw,hard,timeo=600"
     assert action.data == {"threads": 8}
@@ -77,3 +77,12 @@ def test_slow_cuts_every_cap_of_the_class(tmp_path: Path,
         Command(path=str(tmp_path / "blkio.throttle.read_iops_device"), text="7:3 500")]
     with pytest.raises(FaultError, match="has no throttle to slow"):
         throttle.slow(FaultSpec(4, "slow", target="x"), Built("x", "loopdisk", None), [])
+
+
+def test_nfs_stop_of_a_server_another_target_of_the_experiment_started() -> None:
+    """The second NFS target finds nfsd "already running": the first one started it."""
+    first = Built("n3", "nfs", Path("/a"), info={
+        "server": {"server": "started by volbench", "threads": 4}})
+    second = Built("n42", "nfs", Path("/b"), info={"server": {"server": "already running"}})
+    action = nfs.stop(FaultSpec(5, "stop", target="n42"), second, {"n3": first, "n42": second})
+    assert action.data == {"threads": 4}

@@ -34,7 +34,7 @@ def knob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text("normal")
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
 
-    def make(fault: FaultSpec, spec: TargetSpec, built: Built) -> Action:
+    def make(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
         return Action(fault.action, "fault-test-knob", {"path": str(path)},
                       lambda: [Command(path=str(path), text="faulted")], _undo_commands,
                       facts={"knob": "test"})
@@ -128,3 +128,27 @@ def test_the_schedule_starts_when_the_measured_process_has_a_child(knob: Path) -
     assert 0.5 <= run.waited_s < 10
     assert start["asked_s"] == 0.2 and start["started_s"] >= 0.2
     assert end["phase"] == "teardown"
+
+
+def test_a_refused_fault_is_undone_at_once_and_opens_no_phase(
+        knob: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """md refuses to fail a RAID0 member: the event says so, the journal entry is undone
+    at once, and the later restore opens no phase."""
+    def refused(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
+        return Action("fail", "fault-test-knob", {"path": str(knob)},
+                      lambda: [Command(("false",))], _undo_commands)
+
+    monkeypatch.setattr(faultrun, "make_action", refused)
+    knob.write_text("touched")
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(0.0, "fail", device="/dev/x"),
+                                      FaultSpec(0.2, "restore", device="/dev/x")), jr.scope())
+        with run:
+            deadline = time.monotonic() + 20
+            while len(run.events) < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.4)
+    assert [(e["action"], e["phase"]) for e in run.events] == [("fail", "fail"),
+                                                              ("restore", "teardown")]
+    assert run.events[0]["error"].startswith("false failed (exit code 1)")
+    assert knob.read_text() == "normal"  # its undo ran

@@ -47,6 +47,8 @@ class Bound:
     fault: FaultSpec
     spec: TargetSpec
     built: Built
+    # Every target built now (an NFS server another target of the experiment started).
+    peers: Mapping[str, Built] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,8 @@ class FaultRun:
             return
         event = self._event(step, asked, step.fault.action)
         try:
-            action = make_action(step.fault, step.bound.spec, step.bound.built)
+            action = make_action(step.fault, step.bound.spec, step.bound.built,
+                                 step.bound.peers)
             event["facts"] = action.facts
             for kind, data in action.keep:  # undone when the run's scope closes
                 self.scope.add(kind, **data)
@@ -195,6 +198,8 @@ class FaultRun:
             event["error"] = str(exc)
         event["done_s"] = round(self.now(), 3)
         self.events.append(event)
+        if event["error"] and key in self._active:  # refused half way: undone now, and
+            self._end(key, None, self.now(), at_teardown=True)  # its end opens no phase
 
     def _end(self, key: tuple[str | None, str | None], step: Step | None, asked: float,
              phase: str = "after", at_teardown: bool = False) -> None:
@@ -266,7 +271,7 @@ def bind(faults: Sequence[FaultSpec], targets: Sequence[TargetSpec], run_on: set
     for index, fault in enumerate(faults):
         spec = concerned(fault, targets)
         if spec is not None and spec.name in run_on and spec.name in built:
-            out.append(Bound(index, fault, spec, built[spec.name]))
+            out.append(Bound(index, fault, spec, built[spec.name], dict(built)))
     return out
 
 

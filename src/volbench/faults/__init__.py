@@ -7,6 +7,8 @@ fault and the built target into an Action whose commands are journalled before t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from volbench.config.faults import FaultSpec
 from volbench.faults import md, nfs, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
@@ -30,14 +32,16 @@ COMMANDS = {
 }
 
 
-def make_action(fault: FaultSpec, spec: TargetSpec, built: Built) -> Action:
+def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
+                peers: Mapping[str, Built] | None = None) -> Action:
     """The action that starts `fault` on the built target `spec` names (FaultError when
-    the built target cannot take it, e.g. an NFS server that was not volbench's)."""
+    the built target cannot take it, e.g. an NFS server that was not volbench's);
+    `peers`: every target built now."""
     refuse_real_disk(fault, spec)
     if fault.action == "fail":
         return md.fail(fault, built)
     if fault.action == "stop":
-        return nfs.stop(fault, built)
+        return nfs.stop(fault, built, peers or {})
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")

@@ -43,10 +43,14 @@ def _undo(data: Mapping[str, Any]) -> None:
     undo_now(_undo_commands, data)
 
 
-def stop(fault: FaultSpec, built: Built) -> Action:
-    """nfsd threads to 0; undone by starting as many as before."""
-    server = built.info.get("server", {})
-    if server.get("server") != "started by volbench":
+def stop(fault: FaultSpec, built: Built, peers: Mapping[str, Built]) -> Action:
+    """nfsd threads to 0; undone by starting as many as before. The server must be one
+    volbench started for this experiment: for this target, or for another NFS target
+    built before it (which then found it "already running")."""
+    ours = [b.info.get("server", {}) for b in (built, *peers.values()) if b.type == "nfs"
+            and b.info.get("server", {}).get("server") == "started by volbench"]
+    server = ours[0] if ours else built.info.get("server", {})
+    if not ours:
         raise FaultError(f"the NFS server of target {built.name} was running before volbench "
                          "(it is not the experiment's to stop); stop that server first so "
                          "volbench starts its own")
