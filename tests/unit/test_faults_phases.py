@@ -147,6 +147,9 @@ def test_rebuild_seconds_measured_or_projected() -> None:
     assert [(m.name, m.value) for m in projected] == [("rebuild_progress", 0.25),
                                                        ("rebuild_seconds", 40.0)]
     assert projected[1].note.startswith("projected")
+    barely = [{"t": 11.0, "rebuild": {"fraction": 0.0001}}]
+    assert [(m.name, m.value) for m in rebuild(events, barely)] == [
+        ("rebuild_progress", 0.0001), ("rebuild_seconds", None)]
 
 
 def test_event_times_move_onto_fios_clock() -> None:

@@ -24,6 +24,8 @@ RATES = ("iops", "bw")
 # fio's last logged second ends within about a second of the process; a longer quiet
 # tail is a stall at the end of the run (a disk that never came back) and counts.
 TAIL_SLACK_S = 2.0
+# A rebuild less far along than this says too little to project its length.
+MIN_PROJECTED = 0.02
 # A start later than this is not fio's start-up (a clock step, a confused output).
 MAX_OFFSET_S = 30.0
 
@@ -163,7 +165,11 @@ def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, 
         return []
     last = running[-1]
     fraction = float(last["rebuild"]["fraction"])
-    projected = (float(last["t"]) - start) / fraction if fraction > 0 else None
+    if fraction < MIN_PROJECTED:  # a bench run projected 5.9 million s from ~0 %
+        return [Metric("rebuild_progress", fraction, ""),
+                Metric("rebuild_seconds", None, "s", note=f"not projected: the rebuild was "
+                       f"at {100 * fraction:.2f} % when the run ended")]
+    projected = (float(last["t"]) - start) / fraction
     return [Metric("rebuild_progress", fraction, ""),
             Metric("rebuild_seconds", projected, "s", note="projected from the progress at "
                    "the end of the run")]
