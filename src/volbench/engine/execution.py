@@ -12,11 +12,14 @@ import os
 import shutil
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from volbench.core.errors import ResourceError, VolbenchError, key_lines
 from volbench.core.model import Params, Parsed, RunResult, Status
+from volbench.engine.faultphases import fio_offset, phase_metrics
+from volbench.engine.faultrun import FaultRun, recorded
 from volbench.stats.windows import with_windows
 from volbench.system import proc
 from volbench.system.block import cgroups, diskstats, space
@@ -104,8 +107,10 @@ def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker |
 def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: Params,
             repetition: int, warmup: bool, ctx: RunContext,
             tracker: proc.ProcessTracker | None, drop: bool,
-            extra_annotations: Mapping[str, Any] | None = None) -> RunResult:
-    """Run one case once and describe the outcome as a RunResult (never raises VolbenchError)."""
+            extra_annotations: Mapping[str, Any] | None = None,
+            faults: FaultRun | None = None) -> RunResult:
+    """Run one case once and describe the outcome as a RunResult (never raises VolbenchError).
+    `faults` fire on their schedule while the process runs and are over when it ends."""
     annotations: dict[str, Any] = dict(extra_annotations or {})
     built = ctx.built
     started = time.time()
@@ -123,7 +128,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
         busy = activity.snapshot()  # what else the machine does: report/noise.py reads it
-        done = run_invocation(inv, built, tracker)
+        with faults if faults is not None else nullcontext():
+            done = run_invocation(inv, built, faults.tap(tracker) if faults else tracker)
         annotations["activity"] = activity.record(busy, activity.snapshot(),
                                                   done.user_time + done.sys_time, built.cgroup)
         annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
@@ -133,10 +139,14 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                                          for k in after}
         annotations["cpu"] = {"user": done.user_time, "sys": done.sys_time}
     except VolbenchError as exc:
+        if faults is not None:
+            annotations["faults"] = recorded(faults)
         return RunResult(target, workload.name, params, repetition, Status.FAILED, started,
                          time.time(), warmup, argv=inv.argv if inv else (), error=str(exc),
                          annotations=annotations)
     outputs = collect_outputs(inv, done)
+    if faults is not None:
+        annotations["faults"] = recorded(faults)
     status, error, parsed = Status.OK, "", Parsed()
     if done.returncode != 0:
         tail = " | ".join(key_lines(done.stderr or done.stdout))
@@ -149,6 +159,11 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
                 ctx.host))
             parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
+            if faults is not None:
+                offset = fio_offset(outputs, faults.zero_wall)
+                annotations["faults"]["tool_offset_s"] = round(offset, 3)
+                parsed = phase_metrics(parsed, faults.events, done.elapsed, outputs,
+                                       faults.samples, offset)
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

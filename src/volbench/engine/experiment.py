@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from volbench.config import fieldrules
+from volbench.config.faults import parse_faults
 from volbench.config.fields import Reader, did_you_mean
 from volbench.config.lab import LabSpec
 from volbench.config.lab import parse_section as parse_lab_section
@@ -36,6 +37,7 @@ from volbench.config.steady import SteadySpec
 from volbench.config.steady import parse as parse_steady
 from volbench.core.errors import ExperimentError, Problem
 from volbench.core.model import digest
+from volbench.faults.check import problems as fault_problems
 from volbench.remote.hosts import HostSpec, parse_hosts
 from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
@@ -281,6 +283,8 @@ def parse_document(document: Any, source: str = "experiment",
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
+    problems += fault_problems(experiment.targets, experiment.workloads,
+                               [d.by_id for d in experiment.lab.disks] if experiment.lab else [])
     _size_problems(r, experiment)
     r.finish()
     if problems:
@@ -412,7 +416,8 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
                              did_you_mean(tool, list(WORKLOAD_KINDS))
                              or f"known tools: {', '.join(WORKLOAD_KINDS)}")
             continue
-        specs.append(kind.parse(item, name))
+        faults = parse_faults(item)  # read first: the kind's parse reports unread fields
+        specs.append(replace(kind.parse(item, name), faults=faults))
     return specs
 
 

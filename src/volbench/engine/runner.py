@@ -37,7 +37,8 @@ from volbench.core.model import RunResult, Status, canonical_json
 from volbench.engine import adaptive, curves
 from volbench.engine.execution import measure, prepare_rundir, run_invocation, write_files
 from volbench.engine.experiment import Experiment, root_problems
-from volbench.engine.plan import Group, Plan, PlannedRun, make_plan
+from volbench.engine.faultrun import FaultRun, bind
+from volbench.engine.plan import Group, Plan, PlannedRun, closure, make_plan
 from volbench.engine.steadyrounds import unsteady
 from volbench.store import location
 from volbench.store.db import Store
@@ -56,6 +57,7 @@ from volbench.workloads.base import (
     RunContext,
     ServiceContext,
     ServiceHandle,
+    WorkloadSpec,
 )
 
 
@@ -176,6 +178,8 @@ class Session:
         # (target, service key) -> the open service, or the error that stopped it.
         self.services: dict[tuple[str, str], ServiceHandle | str] = {}
         self._stack: ExitStack | None = None
+        # The targets that exist now (a fault acts on the one it names, with its Built).
+        self.built: dict[str, Built] = {}
         # Runs started on each target since it was built (reset when it is built again).
         self.target_runs: dict[str, int] = {}
         self.fingerprints: dict[str, str] = {}  # target -> digest (fingerprint.py)
@@ -321,6 +325,12 @@ class Session:
         self.progress.run_finished(run, result)
         return result
 
+    def faults_for(self, run: PlannedRun, spec: WorkloadSpec) -> FaultRun | None:
+        """The workload's faults on this run's stack (none in warm-up rounds)."""
+        bound = bind(spec.faults, self.exp.targets, closure(self.exp, run.target),
+                     self.built) if spec.faults and not run.warmup else []
+        return FaultRun(bound, self.journal.scope(), wait_for_child=True) if bound else None
+
     def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
         spec = self.exp.workload(run.workload)
         kind = WORKLOAD_KINDS[spec.tool]
@@ -351,7 +361,7 @@ class Session:
         result = measure(target=run.target, workload=spec, kind=kind, params=run.params,
                          repetition=run.repetition, warmup=run.warmup, ctx=ctx,
                          tracker=self.journal, drop=self.exp.drop_caches,
-                         extra_annotations=extra)
+                         extra_annotations=extra, faults=self.faults_for(run, spec))
         if load is not None:
             result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
         after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
@@ -363,7 +373,7 @@ class Session:
                   repetitions: int, adaptive: bool) -> None:
         with ExitStack() as stack:
             self._stack = stack
-            built = self.build_group(stack, group)
+            built = self.built = self.build_group(stack, group)
             self._run_all(self.plan.runs_for(group, repetitions), built, done)
             if adaptive:
                 self._adapt(built, done, repetitions)

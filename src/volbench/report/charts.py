@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from volbench.core import metricinfo as metrics
 from volbench.core.model import RunResult, Series, Status, canonical_json, params_key
 from volbench.core.units import format_size, format_value
-from volbench.report import curveview, svg, timeline
+from volbench.report import curveview, phaseview, svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -242,7 +242,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
                     palette.fill(run.target),
                     series.points,
                     spans,
-                    _windows(run, series),
+                    _windows(run, series) + phaseview.windows(run, series, timeline.level_text),
                 )
             )
     charts = []

@@ -65,7 +65,12 @@ def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> 
     """Metric names a report needs of each run: those it shows, io_bytes for the
     "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS})
+
+
+# The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
+FAULT_METRICS = ("stall_seconds", "recovery_seconds", "rebuild_seconds", "rebuild_progress",
+                 "io_errors")
 
 
 @dataclass

@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import answer, charts, curveview, targetstate
+from volbench.report import answer, charts, curveview, phaseview, targetstate
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.outline import OUTLINE, walk
@@ -199,6 +199,13 @@ class _Page:
             return []
         return self._section("percent", percent.title,
                              [render_table(percent, self.ids("percent-table"))])
+
+    def phases(self, report: Report, options: ReportOptions) -> list[str]:
+        table = phaseview.phase_table(report)
+        if not table.rows:
+            return []
+        return self._section("phases", table.title,
+                             [render_table(table, self.ids("phases-table"))])
 
     def charts(self, report: Report, options: ReportOptions, workload: str | None
                ) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from volbench.report import answer, targetstate
+from volbench.report import answer, phaseview, targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -78,6 +78,10 @@ class MarkdownExporter:
     def percent(self, report: Report, options: ReportOptions) -> list[str]:
         percent = percent_table(report, options.metrics)
         return _section(percent.title, percent)
+
+    def phases(self, report: Report, options: ReportOptions) -> list[str]:
+        table = phaseview.phase_table(report)
+        return _section(table.title, table) if table.rows else []
 
     def charts(self, report: Report, options: ReportOptions, workload: str | None
                ) -> list[str]:

@@ -109,6 +109,9 @@ class TerminalExporter:
                ) -> list[str]:
         return []
 
+    def phases(self, report: Report, options: ReportOptions) -> list[str]:
+        return []
+
     def percentiles(self, report: Report, options: ReportOptions, workload: str | None
                     ) -> list[str]:
         return []

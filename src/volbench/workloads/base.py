@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from volbench.config.faults import FaultSpec
 from volbench.config.fields import Reader
 from volbench.config.pathcheck import Place
 from volbench.config.spec import Field
@@ -35,6 +36,8 @@ class WorkloadSpec:
     tool: str
     # Axis name -> its values, in the order the user wrote them.
     matrix: Mapping[str, tuple[Scalar, ...]] = field(default_factory=dict)
+    # Faults fired into its runs (docs/faults.md); read by the engine for every tool.
+    faults: tuple[FaultSpec, ...] = ()
 
     def cases(self) -> list[dict[str, Scalar]]:
         keys = list(self.matrix)

@@ -1,0 +1,129 @@
+"""The `faults:` list of a workload: what happens to the storage, when, during a run.
+
+    faults:
+      - {at: 20s, action: fail, device: /dev/disk/by-id/virtio-m2}
+      - {at: 40s, action: restore, device: /dev/disk/by-id/virtio-m2}
+      - {at: 15s, action: stop, target: n3, for: 15s}
+
+Here each entry is read and checked on its own (times, action names, the options an
+action takes, one of device:/target:); whether the device or target is one the
+experiment builds, and whether the action fits it, is checked in `volbench.faults.check`
+(it knows the target kinds). Times are seconds from the start of the measured process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from volbench.config.fields import Reader
+
+# An action that starts a fault -> the action that ends it (None: it ends by itself or
+# only with `for:` / at teardown).
+UNDONE_BY: Mapping[str, str] = {
+    "fail": "restore",   # md member: mdadm --fail/--remove, then --add (rebuild)
+    "stop": "start",     # NFS server: nfsd threads to 0, then back
+    "slow": "return",    # a disk's throttle cut to a fraction of its class
+}
+ENDING = {"restore", "start", "return"}
+ACTIONS = (*UNDONE_BY, *sorted(ENDING))
+# Options an action takes beside at/action/device/target/for.
+OPTIONS: Mapping[str, tuple[str, ...]] = {
+    # md's rebuild throttle (KiB/s), from the fail to the end of the run.
+    "fail": ("speed_limit_min", "speed_limit_max"),
+    "slow": ("percent",),
+}
+MAX_AT_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault as written: fired `at` seconds into the measured process, undone
+    `duration` seconds later (None: by a later ending action, or at the run's end)."""
+
+    at: float
+    action: str
+    device: str | None = None
+    target: str | None = None
+    duration: float | None = None
+    # Per-action options (md speed limits in KiB/s, a slow disk's percent of its class).
+    options: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def names(self) -> str:
+        """What the fault acts on, as written (for messages and the plan)."""
+        return f"device {self.device}" if self.device else f"target {self.target}"
+
+    def describe(self) -> str:
+        opts = "".join(f", {k} {v}" for k, v in sorted(self.options.items()))
+        lasting = f" for {self.duration:g} s" if self.duration is not None else ""
+        return f"at {self.at:g} s: {self.action} {self.names}{lasting}{opts}"
+
+
+def parse_faults(r: Reader) -> tuple[FaultSpec, ...]:
+    """The workload's `faults:` (empty when absent), every problem recorded on `r`."""
+    if not r.has("faults"):
+        r.raw("faults", None)
+        return ()
+    specs = [_one(item) for item in r.items("faults")]
+    out = tuple(s for s in specs if s is not None)
+    _check_pairs(r, out)
+    return out
+
+
+def _one(fr: Reader) -> FaultSpec | None:
+    at = fr.duration("at")
+    if at > MAX_AT_S:
+        fr.problem("at", f"{at:g} s is more than a week into the run", "give seconds, e.g. 20s")
+    action = fr.text("action", choices=ACTIONS)
+    device = fr.text("device", None) or None
+    target = fr.text("target", None) or None
+    if (device is None) == (target is None):
+        fr.problem("", "a fault names either device: or target:, not "
+                   + ("both" if device else "neither"),
+                   "e.g. device: /dev/disk/by-id/virtio-m2, or target: n3")
+    duration = fr.duration("for") if fr.has("for") else None
+    if duration is not None and duration <= 0:
+        fr.problem("for", "must be longer than 0 s", "e.g. for: 15s")
+    if duration is not None and action in ENDING:
+        fr.problem("for", f"'{action}' ends a fault; only the action that starts one lasts",
+                   f"put for: on the {'/'.join(k for k, v in UNDONE_BY.items() if v == action)}")
+    options: dict[str, int] = {}
+    for key in OPTIONS.get(action, ()):
+        if fr.has(key):
+            options[key] = fr.integer(key, minimum=1, maximum=100 if key == "percent"
+                                      else 10**9)
+    fr.finish()
+    if action not in ACTIONS or (device is None) == (target is None):
+        return None
+    return FaultSpec(at, action, device, target, duration, options)
+
+
+def _check_pairs(r: Reader, faults: tuple[FaultSpec, ...]) -> None:
+    """An ending action follows its start on the same thing; nothing starts twice."""
+    active: dict[tuple[str | None, str | None], tuple[str, float]] = {}
+    order = sorted(range(len(faults)), key=lambda i: faults[i].at)
+    for i in order:
+        fault, key = faults[i], (faults[i].device, faults[i].target)
+        if fault.action in ENDING:
+            started = active.pop(key, None)
+            if started is None or UNDONE_BY[started[0]] != fault.action:
+                starts = [k for k, v in UNDONE_BY.items() if v == fault.action]
+                r.problem(f"faults[{i}]", f"'{fault.action}' of {fault.names} at {fault.at:g} s "
+                          f"ends no fault started before it",
+                          f"add a {'/'.join(starts)} of the same {fault.names.split()[0]} "
+                          "earlier, or remove it")
+            continue
+        if key in active:
+            r.problem(f"faults[{i}]", f"{fault.names} already has a '{active[key][0]}' in "
+                      f"effect at {fault.at:g} s", "end it first (its ending action or for:)")
+        if fault.duration is None:
+            active[key] = (fault.action, fault.at)
+        else:
+            for j in order:  # a later fault inside this one's duration on the same thing
+                other = faults[j]
+                if j != i and (other.device, other.target) == key and \
+                        fault.at < other.at < fault.at + fault.duration:
+                    r.problem(f"faults[{j}]", f"falls inside the {fault.duration:g} s of "
+                              f"'{fault.action}' at {fault.at:g} s on {fault.names}",
+                              "move it after that fault ends")

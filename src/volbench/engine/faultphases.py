@@ -1,0 +1,175 @@
+"""A faulted run's metrics per phase, from its per-second series and the fault events.
+
+Tagged `phase=<name>` (before, each action's name while in effect, restore, after):
+iops / bw as completions in the phase over its length, lat_mean weighted by the same
+seconds' I/Os, clat_p99 from the seconds' histograms added up; `stall_seconds` (whole
+run and per phase), `recovery_seconds` after each fault's end (None: not recovered),
+`rebuild_progress` / `rebuild_seconds` from the md samples. The arithmetic is
+stats.phases; this module only picks the series and names the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from volbench.core.model import Metric, Parsed, Series
+from volbench.stats import phases
+from volbench.stats.histogram import merge_histograms, percentile_from_histogram
+from volbench.workloads.fiologs import second_histograms
+
+RATES = ("iops", "bw")
+# fio's last logged second ends within about a second of the process; a longer quiet
+# tail is a stall at the end of the run (a disk that never came back) and counts.
+TAIL_SLACK_S = 2.0
+# A rebuild less far along than this says too little to project its length.
+MIN_PROJECTED = 0.02
+# A start later than this is not fio's start-up (a clock step, a confused output).
+MAX_OFFSET_S = 30.0
+
+
+def io_errors(outputs: Mapping[str, str]) -> list[Metric]:
+    """`io_errors`: fio's error count (`total_err`, with continue_on_error) summed over
+    jobs, else the jobs that stopped on an error; nothing when there is no fio JSON."""
+    try:
+        jobs = json.loads(outputs.get("fio.json", "")).get("jobs", [])
+        count = sum(int(j["total_err"]) if "total_err" in j else int(j.get("error", 0) != 0)
+                    for j in jobs)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return []
+    return [Metric("io_errors", float(count), "")]
+
+
+def run_end(series: Sequence[Series], elapsed: float) -> float:
+    """Where the measured time ends, in the series' seconds."""
+    last = max((t for s in series for t, _ in s.points), default=0.0)
+    return float(int(elapsed)) if elapsed - last > TAIL_SLACK_S else max(last, 1.0)
+
+
+def fio_offset(outputs: Mapping[str, str], started: float) -> float:
+    """Seconds from the process start to fio's time zero (its logs' clock): fio stamps
+    its JSON when the jobs end (timestamp_ms), after job_runtime ms of I/O. 0 when the
+    output does not say (another tool, or an older fio)."""
+    try:
+        doc = json.loads(outputs.get("fio.json", ""))
+        runtime = max(float(j.get("job_runtime", 0)) for j in doc.get("jobs", []))
+        offset = (float(doc["timestamp_ms"]) - runtime) / 1000.0 - started
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return 0.0
+    return offset if 0.0 <= offset < MAX_OFFSET_S else 0.0
+
+
+def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
+    total: dict[float, float] = {}
+    for s in series:
+        if s.name == "iops":
+            for t, v in s.points:
+                total[t] = total.get(t, 0.0) + v
+    return sorted(total.items())
+
+
+def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: float,
+                  logs: Mapping[str, str], samples: Sequence[Mapping[str, Any]] = (),
+                  offset: float = 0.0) -> Parsed:
+    """`parsed` with the phase metrics added (unchanged when it has no series). Event
+    times are from the process start, the series' from the tool's: `offset` apart."""
+    series = [s for s in parsed.series if s.name in (*RATES, "lat")]
+    if not any(s.name == "iops" for s in series):  # a job without fio's logs
+        return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
+    end = run_end(series, elapsed - offset)
+    split = phases.split(phases.cuts(events, offset), end)
+    out: list[Metric] = []
+    for phase in split:
+        out += _rates(series, phase)
+        out.append(Metric("phase_seconds", phase.length, "s", {"phase": phase.name}))
+        out.append(Metric("stall_seconds", phases.longest_stall(
+            _all_ops(series), phase.start, phase.end), "s", {"phase": phase.name}))
+    out += _p99(logs, split)
+    out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
+    out += _recoveries(series, split, events, end, offset)
+    out += rebuild(events, samples)
+    out += io_errors(logs)
+    return replace(parsed, metrics=parsed.metrics + tuple(out))
+
+
+def _rates(series: Sequence[Series], phase: phases.Phase) -> list[Metric]:
+    out = []
+    iops = {s.tags.get("op", ""): s for s in series if s.name == "iops"}
+    for s in series:
+        tags = {**s.tags, "phase": phase.name}
+        if s.name in RATES:
+            value = phases.rate(s.points, phase.start, phase.end)
+            out.append(Metric(s.name, value, s.unit, tags))
+        elif s.name == "lat" and s.tags.get("op", "") in iops:
+            weights = iops[s.tags.get("op", "")].points
+            value = phases.weighted_mean(s.points, weights, phase.start, phase.end)
+            out.append(Metric("lat_mean", value, "s", tags,
+                              "" if value is not None else "no I/O completed"))
+    return out
+
+
+def _p99(logs: Mapping[str, str], split: Sequence[phases.Phase]) -> list[Metric]:
+    out = []
+    for op, by_second in second_histograms(logs).items():
+        for phase in split:
+            start, end = phases.whole_seconds(phase.start, phase.end)
+            merged = merge_histograms(h for t, h in by_second.items()
+                                      if start <= t - 0.5 < end)
+            if sum(merged.values()):
+                out.append(Metric("clat_p99", percentile_from_histogram(merged, 99.0) * 1e-9,
+                                  "s", {"op": op, "phase": phase.name}))
+    return out
+
+
+def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
+                events: Sequence[Mapping[str, Any]], end: float, offset: float
+                ) -> list[Metric]:
+    before = next((p for p in split if p.name == "before"), None)
+    if before is None:
+        return []
+    out = []
+    for event in events:
+        if event.get("error") or event.get("phase") not in ("after", "restore"):
+            continue
+        since = float(event["done_s"]) - offset
+        for s in series:
+            if s.name != "iops":
+                continue
+            level = phases.rate(s.points, before.start, before.end) or 0.0
+            took = phases.recovery(s.points, level, since, end)
+            out.append(Metric("recovery_seconds", took, "s",
+                              {**s.tags, "after": str(event.get("fault", ""))},
+                              "" if took is not None else "not recovered by the end of the run"))
+    return out
+
+
+def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
+            ) -> list[Metric]:
+    """rebuild_progress (fraction at the last sample) and rebuild_seconds: measured when
+    the rebuild ended in the run, else projected from its progress (noted so)."""
+    restored = [float(e["done_s"]) for e in events
+                if e.get("action") == "restore" and not e.get("error")]
+    seen = [s for s in samples if "rebuild" in s and restored and s["t"] >= restored[-1]]
+    if not restored or not seen:
+        return []
+    start = restored[-1]
+    running = [s for s in seen if s["rebuild"] is not None]
+    finished = next((s for s in seen if s["rebuild"] is None and running
+                     and s["t"] > running[0]["t"]), None)
+    if finished is not None:
+        return [Metric("rebuild_progress", 1.0, ""),
+                Metric("rebuild_seconds", float(finished["t"]) - start, "s")]
+    if not running:
+        return []
+    last = running[-1]
+    fraction = float(last["rebuild"]["fraction"])
+    if fraction < MIN_PROJECTED:  # a bench run projected 5.9 million s from ~0 %
+        return [Metric("rebuild_progress", fraction, ""),
+                Metric("rebuild_seconds", None, "s", note=f"not projected: the rebuild was "
+                       f"at {100 * fraction:.2f} % when the run ended")]
+    projected = (float(last["t"]) - start) / fraction
+    return [Metric("rebuild_progress", fraction, ""),
+            Metric("rebuild_seconds", projected, "s", note="projected from the progress at "
+                   "the end of the run")]

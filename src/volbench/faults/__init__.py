@@ -1,0 +1,50 @@
+"""Faults fired into a run on a schedule: one module per kind of stack (docs/faults.md).
+
+`check.problems` refuses, before anything runs, a fault on a device or target the
+experiment does not build or an action its target cannot take; `make_action` turns a
+fault and the built target into an Action whose commands are journalled before they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from volbench.config.faults import FaultSpec
+from volbench.faults import md, nfs, throttle
+from volbench.faults.base import Action, FaultError, refuse_real_disk
+from volbench.targets.base import Built, TargetSpec
+
+# Action -> the target types it acts on (check.py refuses others before the run).
+TARGET_TYPES = {
+    "fail": ("mdraid",), "restore": ("mdraid",),
+    "stop": ("nfs",), "start": ("nfs",),
+}
+# slow/return act on any target with limits: (its disk class's throttle).
+THROTTLED = ("slow", "return")
+# What each action runs, as `volbench plan` and docs/faults.md show it.
+COMMANDS = {
+    "fail": "mdadm --fail ARRAY MEMBER; mdadm --remove ARRAY MEMBER",
+    "restore": "mdadm --add ARRAY MEMBER (the rebuild starts)",
+    "stop": "rpc.nfsd 0",
+    "start": f"rpc.nfsd -G {nfs.GRACE_S} THREADS",
+    "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device",
+    "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device",
+}
+
+
+def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
+                peers: Mapping[str, Built] | None = None) -> Action:
+    """The action that starts `fault` on the built target `spec` names (FaultError when
+    the built target cannot take it, e.g. an NFS server that was not volbench's);
+    `peers`: every target built now."""
+    refuse_real_disk(fault, spec)
+    if fault.action == "fail":
+        return md.fail(fault, built)
+    if fault.action == "stop":
+        return nfs.stop(fault, built, peers or {})
+    if fault.action == "slow":
+        return throttle.slow(fault, built, spec.limits.items())
+    raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
+
+
+__all__ = ["COMMANDS", "Action", "FaultError", "make_action", "md", "nfs", "throttle"]

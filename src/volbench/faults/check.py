@@ -1,0 +1,82 @@
+"""Faults checked against the experiment before anything runs (docs/faults.md).
+
+A fault names a target of the experiment (`target:`) or a disk one of its targets lists
+(`device:`); its action must fit that target's type; a disk that is not a fresh image
+(a listed real disk) takes a fault only in the lab or with `wipe: true` on that disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from volbench.config.faults import FaultSpec
+from volbench.config.fields import did_you_mean
+from volbench.core.errors import Problem
+from volbench.faults import TARGET_TYPES, THROTTLED
+from volbench.faults.base import listed_disks
+from volbench.system.host.hostinfo import inside_lab
+from volbench.targets.base import TargetSpec
+from volbench.workloads.base import WorkloadSpec
+
+
+def concerned(fault: FaultSpec, targets: Sequence[TargetSpec]) -> TargetSpec | None:
+    """The target a fault acts on: the one it names, or the one listing its device."""
+    for spec in targets:
+        if fault.target == spec.name or any(d.path == fault.device for d in listed_disks(spec)):
+            return spec
+    return None
+
+
+def problems(targets: Sequence[TargetSpec], workloads: Sequence[WorkloadSpec],
+             lab_disks: Sequence[str] = ()) -> list[Problem]:
+    """Every fault of every workload that names nothing built here or cannot act on it.
+    `lab_disks`: the lab's disks (by-id paths), which `volbench lab run` gives the VM
+    (a plain run refuses a fault on them again when it acts, outside the lab)."""
+    found: list[Problem] = []
+    for w, workload in enumerate(workloads):
+        for i, fault in enumerate(workload.faults):
+            where = f"workloads[{w}].faults[{i}]"
+            found += _fault_problems(where, fault, targets, inside_lab() or
+                                     fault.device in lab_disks)
+    return found
+
+
+def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
+                    in_lab: bool) -> list[Problem]:
+    spec = concerned(fault, targets)
+    if spec is None:
+        return [_unknown(where, fault, targets)]
+    field = "device" if fault.device else "target"
+    if fault.action in THROTTLED:
+        if not spec.limits:
+            return [Problem(f"{where}.action", f"'{fault.action}' cuts the disk class of target "
+                            f"{spec.name}, which has no limits:",
+                            "give the target limits: (e.g. read_iops: 500), or fault another")]
+        return []
+    types = TARGET_TYPES.get(fault.action, ())
+    if spec.type not in types:
+        return [Problem(f"{where}.action", f"'{fault.action}' acts on a target of type "
+                        f"{'/'.join(types)}, and {fault.names} is type {spec.type}",
+                        f"name a {'/'.join(types)} target or a disk it lists ({field}:)")]
+    if fault.action in ("fail", "restore") and fault.device is None:
+        return [Problem(f"{where}.target", "a member fault names the member disk",
+                        "give device: (one of the disks the md target lists)")]
+    disk = next((d for d in listed_disks(spec) if d.path == fault.device), None)
+    if disk is not None and not disk.wipe and not in_lab:
+        return [Problem(f"{where}.device", f"{disk.path} is a real disk outside the lab; a fault "
+                        "on it could cost its data",
+                        "run it in the lab (volbench lab run), or set wipe: true on that disk")]
+    return []
+
+
+def _unknown(where: str, fault: FaultSpec, targets: Sequence[TargetSpec]) -> Problem:
+    if fault.target is not None:
+        names = [t.name for t in targets]
+        return Problem(f"{where}.target", f"'{fault.target}' is not a target of this experiment",
+                       did_you_mean(fault.target, names) or f"targets are: {', '.join(names)}")
+    disks = [d.path for t in targets for d in listed_disks(t)]
+    return Problem(f"{where}.device", f"{fault.device} is not a disk any target lists; a fault "
+                   "acts only on what the experiment builds",
+                   did_you_mean(str(fault.device), disks)
+                   or (f"disks listed: {', '.join(disks)}" if disks else
+                       "list the disk in a target (devices:), or name a target (target:)"))

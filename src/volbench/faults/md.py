@@ -1,0 +1,142 @@
+"""md RAID member faults: `fail` (mdadm --fail, --remove) and `restore` (--add: rebuild).
+
+    fail:    mdadm --fail ARRAY MEMBER ; mdadm --remove ARRAY MEMBER
+    restore: mdadm --add ARRAY MEMBER          (only if MEMBER is not in ARRAY already)
+    speed:   echo N > /proc/sys/dev/raid/speed_limit_min (and _max), old values put back
+
+The rebuild's progress is read from /proc/mdstat each second while it runs; md's speed
+limits are recorded with the event (and set when the fault gives them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from volbench.config.faults import FaultSpec
+from volbench.faults.base import Action, Command, FaultError, undo_now
+from volbench.system.journal import undoer
+from volbench.targets.base import Built
+
+MDSTAT = Path("/proc/mdstat")
+SPEED = Path("/proc/sys/dev/raid")
+LIMITS = ("speed_limit_min", "speed_limit_max")
+# "[==>..................]  recovery = 12.6% (132096/1047552) finish=0.7min speed=21018K/sec"
+_PROGRESS = re.compile(r"(?P<what>recovery|resync|reshape)\s*=\s*(?P<pct>[\d.]+)%\s*"
+                       r"\((?P<done>\d+)/(?P<total>\d+)\)(?:.*?speed=(?P<speed>\d+)K/sec)?")
+_ARRAY = re.compile(r"^(?P<name>md\w+)\s*:")
+
+
+def rebuild_progress(mdstat: str, array: str) -> dict[str, Any] | None:
+    """The array's running rebuild in /proc/mdstat text: fraction done, KiB done and in
+    all, speed (KiB/s); None when no rebuild runs (finished, or never started)."""
+    current = None
+    for line in mdstat.splitlines():
+        m = _ARRAY.match(line)
+        if m:
+            current = m["name"]
+            continue
+        p = _PROGRESS.search(line)
+        if p and current == array:
+            total = int(p["total"])
+            return {"what": p["what"], "fraction": int(p["done"]) / total if total else 0.0,
+                    "done_kib": int(p["done"]), "total_kib": int(p["total"]),
+                    "speed_kib_s": int(p["speed"]) if p["speed"] else None}
+    return None
+
+
+def speed_limits() -> dict[str, int]:
+    """md's rebuild throttle now (KiB/s); empty where md is not loaded."""
+    out = {}
+    for name in LIMITS:
+        try:
+            out[name] = int((SPEED / name).read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _member(fault: FaultSpec, built: Built) -> tuple[str, str]:
+    """(array node, member node) for the listed device the fault names."""
+    array = str(built.info.get("device") or built.block_device or "")
+    for disk in built.info.get("disks", []):
+        if fault.device in (disk.get("listed"), disk.get("device")):
+            return array, str(disk["device"])
+    members = [str(d.get("listed") or d.get("device")) for d in built.info.get("disks", [])]
+    raise FaultError(f"{fault.device} is not a member of md target {built.name}; "
+                     f"its members: {', '.join(members)}")
+
+
+def _in_array(array: str, member: str) -> bool:
+    name = Path(os.path.realpath(member)).name
+    holders = Path(f"/sys/class/block/{Path(os.path.realpath(array)).name}/md")
+    return (holders / f"dev-{name}").exists()
+
+
+def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
+    """Put the member back, if the array still runs and lacks it."""
+    array, member = str(data["array"]), str(data["member"])
+    if Path(array).exists() and Path(member).exists() and not _in_array(array, member):
+        return [Command(("mdadm", "--add", array, member))]
+    return []
+
+
+@undoer("fault-md-member")
+def _undo(data: Mapping[str, Any]) -> None:
+    undo_now(_undo_commands, data)
+
+
+def _limits_back(data: Mapping[str, Any]) -> list[Command]:
+    return [Command(path=str(SPEED / k), text=str(v)) for k, v in data.get("limits", {}).items()]
+
+
+@undoer("fault-md-speed")
+def _undo_speed(data: Mapping[str, Any]) -> None:
+    """md's speed limits as they were before the run set them (they hold until its end:
+    the rebuild after `restore` runs under them)."""
+    undo_now(_limits_back, data)
+
+
+def _sampler(array: str) -> Any:
+    name = Path(os.path.realpath(array)).name
+
+    def sample() -> dict[str, Any]:
+        try:
+            text = MDSTAT.read_text()
+        except OSError:
+            return {}
+        found = rebuild_progress(text, name)
+        return {"rebuild": found} if found else {"rebuild": None}
+
+    return sample
+
+
+def fail(fault: FaultSpec, built: Built) -> Action:
+    """mdadm --fail and --remove of the member; undone by --add (the rebuild starts)."""
+    array, member = _member(fault, built)
+    old = speed_limits()
+    wanted = {k: v for k, v in fault.options.items() if k in LIMITS}
+
+    # max first when raising, min first when lowering: md refuses min > max.
+    order = sorted(wanted.items(), key=lambda kv: (kv[0] == "speed_limit_min") ==
+                   (kv[1] > old.get(kv[0], 0)))
+    sets = [Command(path=str(SPEED / k), text=str(v)) for k, v in order]
+
+    def apply() -> list[Command]:
+        return [*sets, Command(("mdadm", "--fail", array, member)),
+                Command(("mdadm", "--remove", array, member))]
+
+    keep = [("fault-md-speed", {"limits": {k: old[k] for k in wanted if k in old}})] \
+        if wanted else []
+    return Action("fail", "fault-md-member", {"array": array, "member": member}, apply,
+                  _undo_commands, facts={"speed_limits": old, "set": wanted,
+                                         "level": built.info.get("level")},
+                  keep=keep)
+
+
+def restore_sampler(built: Built) -> Any:
+    """The rebuild's progress sampler for the phase after `restore`."""
+    return _sampler(str(built.info.get("device") or built.block_device or ""))

@@ -1,0 +1,101 @@
+"""The phases of a faulted run on its time-series chart: each fault's time shaded and
+labelled with the phase's level ("fail: 512 IOPS"), from the events the run recorded
+(annotations `faults`) and its phase metrics (engine/faultphases.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from volbench.core.model import RunResult, Series, Status
+from volbench.report.data import Report
+from volbench.report.table import Table
+from volbench.stats import phases
+
+# Phases that are the healthy state: not shaded.
+PLAIN = ("before", "after")
+
+
+def _level(run: RunResult, series: Series, phase: str) -> float | None:
+    for m in run.metrics:
+        if m.name == series.name and m.tags.get("phase") == phase and \
+                {k: v for k, v in m.tags.items() if k != "phase"} == dict(series.tags):
+            return m.value
+    return None
+
+
+def windows(run: RunResult, series: Series, level_text: Any
+            ) -> tuple[tuple[float, float, str], ...]:
+    """(start, end, label) of each fault phase of `run` on the series' time axis;
+    `level_text(value, unit)` words a level as the rest of the chart does."""
+    recorded: Mapping[str, Any] = run.annotations.get("faults") or {}
+    events = recorded.get("events") or []
+    if not events or not series.points:
+        return ()
+    end = max(t for t, _ in series.points)
+    split = phases.split(phases.cuts(events, float(recorded.get("tool_offset_s", 0.0))), end)
+    out = []
+    for phase in split:
+        if phase.name in PLAIN:
+            continue
+        value = _level(run, series, phase.name)
+        text = phase.name if value is None else f"{phase.name}: {level_text(value, series.unit)}"
+        out.append((phase.start, phase.end, text))
+    return tuple(out)
+
+
+def _phase_levels(run: RunResult) -> tuple[str, list[str]]:
+    """The op and 'phase level (% of before)' cells of a run's IOPS per phase, in order."""
+    events = (run.annotations.get("faults") or {}).get("events") or []
+    order = ["before", *dict.fromkeys(str(e.get("phase")) for e in events
+                                        if not e.get("error") and e.get("phase") != "teardown")]
+    by: dict[str, dict[str, float | None]] = {}
+    for m in run.metrics:
+        if m.name == "iops" and "phase" in m.tags:
+            by.setdefault(m.tags.get("op", ""), {})[m.tags["phase"]] = m.value
+    if not by:
+        return "", []
+    op = max(by, key=lambda o: by[o].get("before") or 0.0)
+    base = by[op].get("before")
+    cells = []
+    for phase in order:
+        value = by[op].get(phase)
+        if value is None:
+            continue
+        share = f" ({100 * value / base:.0f} %)" if base and phase != "before" else ""
+        cells.append(f"{phase} {value:.0f}{share}")
+    return op, cells
+
+
+def _metric(run: RunResult, name: str) -> str:
+    for m in run.metrics:
+        if m.name == name and "phase" not in m.tags:
+            if m.value is None:
+                return m.note or "—"
+            return f"{m.value:.2f}" if name == "rebuild_progress" else f"{m.value:.1f}"
+    return "—"
+
+
+def phase_table(report: Report) -> Table:
+    """One row per faulted run: IOPS per phase (and as % of before), the longest stall,
+    the recovery after each fault, the rebuild, I/O errors, and what was refused."""
+    rows = []
+    for run in report.runs:
+        recorded = run.annotations.get("faults")
+        if not recorded or run.status is not Status.OK:
+            continue
+        op, cells = _phase_levels(run)
+        refused = "; ".join(f"{e.get('action')}: {e['error']}"[:120]
+                            for e in recorded.get("events", []) if e.get("error"))
+        recovery = ", ".join(
+            f"{m.tags.get('after', '')} " + (f"{m.value:.1f} s" if m.value is not None
+                                             else "not recovered")
+            for m in run.metrics if m.name == "recovery_seconds" and
+            m.tags.get("op", "") == op)
+        rows.append((run.target, run.workload, str(run.repetition), op, ", ".join(cells),
+                     _metric(run, "stall_seconds"), recovery or "—",
+                     _metric(run, "rebuild_seconds"), _metric(run, "io_errors"),
+                     refused or "—"))
+    headers = ("target", "workload", "rep", "op", "IOPS per phase", "longest stall s",
+               "recovery", "rebuild s", "I/O errors", "refused")
+    return Table("Faults: each phase of each faulted run", headers, tuple(rows))

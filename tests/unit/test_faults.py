@@ -1,0 +1,102 @@
+"""The `faults:` field: read and checked before anything runs; `volbench plan` shows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from volbench.core.errors import ExperimentError
+from volbench.engine.experiment import parse_text
+from volbench.engine.faultrun import Bound, plan_lines, schedule
+from volbench.engine.plan import closure
+
+M1, M2 = "/dev/disk/by-id/virtio-m1", "/dev/disk/by-id/virtio-m2"
+TARGETS = f"""
+targets:
+  - {{name: r1, type: mdraid, level: raid1, devices: [{M1}, {{path: {M2}, wipe: true}}]}}
+  - {{name: n3, type: nfs, on: [r1]}}
+  - {{name: slowdisk, type: loopdisk, size: 1G, limits: {{read_iops: 500}}}}
+  - {{name: plain, type: loopdisk, size: 1G}}
+"""
+
+
+def experiment(faults: str, extra: str = "") -> str:
+    return (TARGETS + "workloads:\n  - {name: reads, tool: fio, rw: randread, runtime: 60s,"
+            f" {extra}\n     faults: {faults}}}\n")
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ExperimentError) as info:
+        parse_text(text, "exp.yaml")
+    return [str(p) for p in info.value.problems]
+
+
+def test_the_issue_example_parses_into_a_schedule() -> None:
+    exp = parse_text(experiment(f"[{{at: 20s, action: fail, device: {M2}, speed_limit_max: 5000}},"
+                                f" {{at: 40s, action: restore, device: {M2}}},"
+                                " {at: 15s, action: stop, target: n3, for: 15s}]"))
+    faults = exp.workload("reads").faults
+    assert [(f.at, f.action, f.duration) for f in faults] == [
+        (20.0, "fail", None), (40.0, "restore", None), (15.0, "stop", 15.0)]
+    assert faults[0].device == M2 and faults[0].options == {"speed_limit_max": 5000}
+    assert faults[2].target == "n3"
+    lines = plan_lines(exp.workloads, exp.targets, lambda n: closure(exp, n))
+    assert lines[0].startswith(f"fault reads at 20 s: fail device {M2}, speed_limit_max 5000")
+    assert "-> runs on r1, n3: mdadm --fail ARRAY MEMBER; mdadm --remove" in lines[0]
+    assert "-> runs on n3: rpc.nfsd 0" in lines[2]
+    assert lines[3] == "fault reads at 30 s: start target n3: rpc.nfsd -G 10 THREADS"
+
+
+def test_the_schedule_orders_starts_and_ends_in_time() -> None:
+    exp = parse_text(experiment("[{at: 5s, action: slow, target: slowdisk, for: 10s},"
+                                " {at: 15s, action: slow, target: slowdisk, percent: 50}]"))
+    bound = [Bound(i, f, exp.target("slowdisk"), None) for i, f in  # type: ignore[arg-type]
+             enumerate(exp.workload("reads").faults)]
+    steps = schedule(bound)
+    # At 15 s the first slow ends before the second starts.
+    assert [(s.at, s.ends, s.bound.index) for s in steps] == [
+        (5.0, False, 0), (15.0, True, 0), (15.0, False, 1)]
+
+
+@pytest.mark.parametrize(("faults", "expected"), [
+    ("[{at: 5s, action: fail, device: /dev/disk/by-id/virtio-zz}]",
+     "workloads[0].faults[0].device: /dev/disk/by-id/virtio-zz is not a disk any target lists"),
+    ("[{at: 5s, action: stop, target: n4, for: 5s}]",
+     "workloads[0].faults[0].target: 'n4' is not a target of this experiment (targets are: r1, n3, "
+     "slowdisk, plain)"),
+    ("[{at: 5s, action: stop, target: r1, for: 5s}]",
+     "workloads[0].faults[0].action: 'stop' acts on a target of type nfs, and target r1 is "
+     "type mdraid"),
+    ("[{at: 5s, action: slow, target: plain, for: 5s}]",
+     "workloads[0].faults[0].action: 'slow' cuts the disk class of target plain, which has "
+     "no limits:"),
+    (f"[{{at: 5s, action: fail, device: {M1}}}]",
+     f"workloads[0].faults[0].device: {M1} is a real disk outside the lab"),
+    ("[{at: 5s, action: fail, target: r1}]",
+     "workloads[0].faults[0].target: a member fault names the member disk"),
+    (f"[{{at: 5s, action: restore, device: {M2}}}]",
+     f"workloads[0].faults[0]: 'restore' of device {M2} at 5 s ends no fault started before it"),
+    ("[{at: 5s, action: explode, target: n3}]",
+     "workloads[0].faults[0].action: 'explode' is not one of"),
+    ("[{at: 5s, action: stop, target: n3, device: /dev/x}]",
+     "workloads[0].faults[0]: a fault names either device: or target:, not both"),
+    ("[{at: 5s, action: stop}]",
+     "workloads[0].faults[0]: a fault names either device: or target:, not neither"),
+    ("[{at: soon, action: stop, target: n3}]",
+     "workloads[0].faults[0].at: expected a duration such as 10s"),
+    ("[{at: 5s, action: stop, target: n3, for: 0s}]",
+     "workloads[0].faults[0].for: must be longer than 0 s"),
+    ("[{at: 5s, action: stop, target: n3, for: 20s}, {at: 10s, action: stop, target: n3}]",
+     "workloads[0].faults[1]: falls inside the 20 s of 'stop' at 5 s on target n3"),
+    ("[{at: 5s, action: stop, target: n3, colour: red}]",
+     "workloads[0].faults[0].colour: unknown field"),
+    (f"[{{at: 5s, action: fail, device: {M2}}}, {{at: 9s, action: fail, device: {M2}}}]",
+     f"workloads[0].faults[1]: device {M2} already has a 'fail' in effect at 9 s"),
+])
+def test_bad_faults_are_refused_naming_the_field(faults: str, expected: str) -> None:
+    found = problems(experiment(faults))
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_a_workload_without_faults_has_none() -> None:
+    exp = parse_text(experiment("[]").replace("faults: []", ""))
+    assert exp.workload("reads").faults == ()

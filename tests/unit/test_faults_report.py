@@ -1,0 +1,66 @@
+"""A faulted run's phases on its time-series chart: shaded and labelled with their level."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from support import load, make_db, make_run
+from volbench.core.model import Metric, Parsed, Series
+from volbench.report import phaseview
+from volbench.report.markdown import MarkdownExporter
+from volbench.report.options import ReportOptions
+from volbench.report.timeline import level_text
+
+
+def report_markdown(report: object) -> str:
+    return MarkdownExporter().render(report, ReportOptions())  # type: ignore[arg-type]
+
+
+def test_fault_phases_are_shaded_with_their_levels() -> None:
+    series = Series("iops", "op/s", tuple((float(t), 500.0) for t in range(1, 31)),
+                    {"op": "read"})
+    events = [{"done_s": 8.8, "phase": "fail", "error": None},
+              {"done_s": 18.8, "phase": "restore", "error": None},
+              {"done_s": 29.9, "phase": "teardown", "error": None}]
+    run = make_run("r1", {"iops": 700.0}, 1, started=0.0,
+                   annotations={"faults": {"events": events, "tool_offset_s": 0.8}},
+                   parsed_extra=Parsed(series=(series,)))
+    run = replace(run, parsed=Parsed(
+        (*run.metrics, Metric("iops", 512.0, "op/s", {"op": "read", "phase": "fail"})),
+        (series,)))
+    got = phaseview.windows(run, series, level_text)
+    assert [(s, e) for s, e, _ in got] == [(8.0, 18.0), (18.0, 30.0)]
+    assert got[0][2] == "fail: " + level_text(512.0, "op/s")
+    assert got[1][2] == "restore"
+
+
+def test_a_run_without_faults_has_no_phase_windows() -> None:
+    series = Series("iops", "op/s", ((1.0, 5.0),), {"op": "read"})
+    run = make_run("r1", {"iops": 5.0}, 1, started=0.0)
+    assert phaseview.windows(run, series, level_text) == ()
+
+
+def test_the_phase_table_compares_each_phase_with_before(tmp_path: Path) -> None:
+    events = [{"done_s": 8.8, "phase": "fail", "action": "fail", "error": None},
+              {"done_s": 18.8, "phase": "restore", "action": "restore", "error": None}]
+    metrics = (Metric("iops", 1000.0, "op/s", {"op": "read", "phase": "before"}),
+               Metric("iops", 500.0, "op/s", {"op": "read", "phase": "fail"}),
+               Metric("iops", 700.0, "op/s", {"op": "read", "phase": "restore"}),
+               Metric("stall_seconds", 0.0, "s"),
+               Metric("recovery_seconds", None, "s", {"op": "read", "after": "fail"},
+                      "not recovered by the end of the run"),
+               Metric("rebuild_seconds", 31.4, "s", note="projected"),
+               Metric("io_errors", 0.0, ""))
+    faulted = make_run("r1", {"iops": 700.0}, 1, started=0.0,
+                       annotations={"faults": {"events": events}},
+                       parsed_extra=Parsed(metrics))
+    faulted = replace(faulted, parsed=Parsed(faulted.metrics + metrics))
+    plain = make_run("plain", {"iops": 500.0}, 1, started=10.0)
+    report = load(make_db(tmp_path / "f.db", [faulted, plain]))
+    table = phaseview.phase_table(report)
+    assert table.rows == (("r1", "w", "1", "read",
+                           "before 1000, fail 500 (50 %), restore 700 (70 %)", "0.0",
+                           "fail not recovered", "31.4", "0.0", "—"),)
+    markdown = report_markdown(report)
+    assert "## Faults: each phase of each faulted run" in markdown
