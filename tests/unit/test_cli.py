@@ -184,3 +184,29 @@ def test_fields_lists_every_kind_and_names_a_typo(capsys: pytest.CaptureFixture[
     assert main(["fields", "pgbnch"]) == 1
     assert capsys.readouterr().err == ("volbench: 'pgbnch' is neither a target type nor a "
                                        "workload tool (did you mean 'pgbench'?)\n")
+
+
+SHARED = {"run": ["x.yaml"], "plan": ["x.yaml"], "report": [], "import":
+          ["--tool", "fio", "--target", "t", "f.json"], "lab run": ["x.yaml"]}
+
+
+@pytest.mark.parametrize("command", sorted(SHARED))
+def test_shared_options_mean_the_same_in_every_command(command: str) -> None:
+    words = command.split()
+    args = parser().parse_args([*words, *SHARED[command]])
+    if hasattr(args, "db"):
+        assert args.db == Path("volbench.db")
+    if command in ("run", "plan", "lab run"):
+        assert args.runs is None and args.file == Path("x.yaml")
+        assert parser().parse_args([*words, *SHARED[command], "--runs", "4"]).runs == 4
+        with pytest.raises(SystemExit):
+            parser().parse_args([*words, *SHARED[command], "--runs", "0"])
+    if command in ("run", "lab run"):
+        assert args.resume is False and args.retry_failed is False
+
+
+def test_each_shared_option_is_declared_once() -> None:
+    source = (Path(__file__).parents[2] / "src/volbench/cli/main.py").read_text()
+    for option in ("--db", "--runs", "--resume", "--retry-failed"):
+        assert f'add_argument("{option}"' not in source, f"use cli/options.py for {option}"
+    assert source.count('add_argument("file"') <= 1  # doctor's FILE means something else
