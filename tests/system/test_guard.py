@@ -2,7 +2,7 @@
 
 Each test attaches its own loop devices (few: the machine has eight) and always
 detaches them. Holders (device-mapper, md) cannot be made on this host: those
-refusals are tested inside the lab VM (tests/test_lab.py).
+refusals are tested inside the lab VM (tests/lab/test_lab.py).
 """
 
 from __future__ import annotations
