@@ -220,6 +220,7 @@ def test_every_path_the_docs_name_exists() -> None:
 
 
 def test_the_path_check_sees_stale_test_paths() -> None:
-    text = "see tests/test_lab.py and tests/lab/test_lab.py, tests/data/pgbench/VERSION/"
-    assert named_paths(text) == {"tests/test_lab.py", "tests/lab/test_lab.py"}
-    assert not (ROOT / "tests/test_lab.py").exists() and (ROOT / "tests/lab/test_lab.py").exists()
+    stale = "tests/" + "test_lab.py"  # split, or the path fixer would "fix" it too
+    text = f"see {stale} and tests/lab/test_lab.py, tests/data/pgbench/VERSION/"
+    assert named_paths(text) == {stale, "tests/lab/test_lab.py"}
+    assert not (ROOT / stale).exists() and (ROOT / "tests/lab/test_lab.py").exists()
