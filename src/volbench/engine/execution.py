@@ -39,6 +39,8 @@ def drop_caches() -> str | None:
 
 
 def prepare_rundir(rundir: Path, user: str | None) -> None:
+    """The run directory exists (and belongs to `user` when the run is not root's) before the
+    tool starts."""
     try:
         rundir.mkdir(parents=True, exist_ok=True)
         if user is not None:
@@ -67,6 +69,8 @@ def _read_limited(path: Path) -> str:
 
 
 def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, str]:
+    """Everything a run left to parse: stdout, stderr, the invocation's output files and the
+    logs its globs match (a missing file is simply absent; each read up to a size limit)."""
     outputs: dict[str, str] = {}
     if done is not None:
         outputs["stdout"] = done.stdout
@@ -83,6 +87,8 @@ def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, s
 
 def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker | None
                    ) -> proc.Completed:
+    """Run one invocation to its end through system/proc.py, in the target's cgroup when it is
+    throttled; a failure is returned, not raised."""
     return proc.run(inv.argv, timeout=inv.timeout, cwd=inv.cwd, env=inv.env, user=inv.user,
                     cgroup=built.cgroup if inv.throttled else None, check=False,
                     tracker=tracker)

@@ -76,6 +76,9 @@ class NoProgress:
 
 @dataclass
 class Outcome:
+    """What a run of an experiment ended with: where it is stored, how many runs per status, the
+    runs skipped as done, notes, and targets that could not be built."""
+
     experiment_id: int
     db: Path
     counts: dict[str, int] = field(default_factory=dict)
@@ -103,6 +106,8 @@ def signals_raise() -> Iterator[None]:
 
 
 def required_tools(exp: Experiment) -> list[str]:
+    """Every program the experiment's targets, their preconditioning and its workloads need,
+    sorted, for the checks before anything runs."""
     names = {t for spec in exp.targets
              for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
     names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
