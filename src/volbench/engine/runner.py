@@ -57,21 +57,49 @@ from volbench.workloads.base import (
 
 
 class Progress(Protocol):
-    def begin(self, total: int, estimate_s: float) -> None: ...
-    def more(self, runs: int) -> None: ...
-    def run_started(self, run: PlannedRun) -> None: ...
-    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
-    def note(self, text: str) -> None: ...
-    def end(self) -> None: ...
+    """What the runner tells whoever watches (the terminal, a test); called in this order:
+    begin, then run_started/run_finished per run (more when adaptive repetition adds
+    runs, note at any time), then end, also after an interruption."""
+
+    def begin(self, total: int, estimate_s: float) -> None:
+        """The runs planned and their expected seconds, before the first run."""
+
+    def more(self, runs: int) -> None:
+        """Adaptive repetition added this many runs to the total."""
+
+    def run_started(self, run: PlannedRun) -> None:
+        """A run is about to start."""
+
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None:
+        """A run ended, whatever its status."""
+
+    def note(self, text: str) -> None:
+        """Something worth a line of its own (a skipped target, a stop rule met)."""
+
+    def end(self) -> None:
+        """No more runs; called once, also when the experiment was interrupted."""
 
 
 class NoProgress:
-    def begin(self, total: int, estimate_s: float) -> None: ...
-    def more(self, runs: int) -> None: ...
-    def run_started(self, run: PlannedRun) -> None: ...
-    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
-    def note(self, text: str) -> None: ...
-    def end(self) -> None: ...
+    """A Progress that shows nothing (library use, `--quiet` paths, tests)."""
+
+    def begin(self, total: int, estimate_s: float) -> None:
+        """Shows nothing."""
+
+    def more(self, runs: int) -> None:
+        """Shows nothing."""
+
+    def run_started(self, run: PlannedRun) -> None:
+        """Shows nothing."""
+
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None:
+        """Shows nothing."""
+
+    def note(self, text: str) -> None:
+        """Shows nothing."""
+
+    def end(self) -> None:
+        """Shows nothing."""
 
 
 @dataclass
