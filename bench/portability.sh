@@ -33,7 +33,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "portability: run as root (debootstrap, chroot, mounts)" >&2; exit 1; }
-mirror="${MIRROR:-http://deb.debian.org/debian}"
+# The Debian archive this machine's apt is configured with (the main suite's, not the
+# security pocket's): no package host is written into the project. MIRROR overrides it.
+mirror="${MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(IDENTIFIER)' |
+  awk '$3 == "Packages" && $2 !~ /-(security|updates|backports)$/ {print $1; exit}')}"
+[ -n "$mirror" ] || { echo "portability: apt has no Debian archive configured" \
+  "(apt-get update, or set MIRROR=)" >&2; exit 1; }
 root="$repo/.cache/portability/$suite"
 log="$repo/.cache/portability/$suite.log"
 mkdir -p "$(dirname "$root")"

@@ -18,11 +18,18 @@ import pytest
 
 # One PostgreSQL server for every store test of the session (tests/pgstore.py).
 from pgstore import pg_server, pg_url  # noqa: F401
-from support import STRICT, leftovers
+from support import STRICT, folder_problem, leftovers
 from volbench.system.block import devices
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wrong = []
+    for item in items:
+        folder = Path(str(item.path)).parent.name
+        if (why := folder_problem(folder, {m.name for m in item.iter_markers()})) is not None:
+            wrong.append(f"{item.nodeid}: {why}")
+    if wrong:
+        raise pytest.UsageError("tests in the wrong folder:\n" + "\n".join(wrong))
     for item in items:
         if item.get_closest_marker("root") and os.geteuid() != 0:
             if STRICT:

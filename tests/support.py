@@ -42,6 +42,20 @@ def need(condition: bool, why: str) -> None:
     pytest.skip(why)
 
 
+def folder_problem(folder: str, markers: set[str]) -> str | None:
+    """Folders are markers: tests/unit needs neither root nor the VM (and starts no
+    process: tests/unit/conftest.py), every test in tests/lab boots the VM and is marked
+    `lab`, and `lab` tests live nowhere else. tests/system starts real tools; `root` says
+    which of them need root."""
+    if folder == "unit" and markers & {"root", "lab"}:
+        return "a unit test needs neither root nor the lab VM: move it to tests/system or lab"
+    if folder == "lab" and "lab" not in markers:
+        return "every test in tests/lab boots the VM: mark it lab, or move it to tests/unit"
+    if folder != "lab" and "lab" in markers:
+        return "a test that boots the lab VM belongs in tests/lab"
+    return None
+
+
 def leftovers(path: Path) -> list[str]:
     """Loop devices backed by files under `path`, mounts under it, our cgroups."""
     found: list[str] = []
@@ -102,6 +116,23 @@ ENV = {
     },
     "hostname": "h1",
 }
+
+
+# A two-disk, two-class lab experiment (tests/lab/test_lab.py boots it; unit tests parse it).
+LAB_EXPERIMENT = """
+name: lab-classes
+lab:
+  disks:
+    - {name: d1, size: 1G, class: standard}
+    - {name: d2, size: 1G, class: fast}
+targets:
+  - {name: standard, type: disk, device: /dev/disk/by-id/virtio-d1, fs: none}
+  - {name: fast, type: disk, device: /dev/disk/by-id/virtio-d2, fs: none}
+workloads:
+  - {name: rand4k, tool: fio, rw: randread, bs: 4k, iodepth: 32, size: 256M, runtime: 6s,
+     options: {ramp_time: "2"}}
+repeat: 1
+"""
 
 
 def lab_run(tmp_path: Path, experiment: str, tag: str, timeout: float = 600) -> Path:

@@ -1,5 +1,6 @@
 """Load curves in the lab VM: a plain disk against NFS of the same disk across an
-emulated network hop (tc netem, 1 ms each way). One boot.
+emulated network hop (tc netem, 1 ms each way). The boot is shared with
+tests/lab/test_nfs_hop_lab.py (`nfs_hop_boot`, tests/lab/conftest.py).
 
 The NFS curve sits on a latency floor: at every offered load each read waits one round
 trip longer than on the disk itself, and NFS saturates lower.
@@ -8,26 +9,20 @@ trip longer than on the disk itself, and NFS saturates lower.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_nfs_hop_lab import GUEST_SCRIPT, STORE, TESTS
+from test_nfs_hop_lab import DELAY_MS, STORE
 
-from support import need_lab
 from volbench import report
-from volbench.lab import DEFAULT_MODULES, LabDisk, LabSpec, run_in_vm
 from volbench.store.db import Store
 
-MiB = 1024**2
-DELAY_MS = 1.0  # each way
-
 EXPERIMENT: dict[str, Any] = {
-    "name": "nfs-hop",  # the guest script names its experiment file hop.yaml
+    "name": "nfs-hop-curve",
     "targets": [
-        {"name": "store", "type": "disk", "device": STORE, "fs": "xfs"},
+        # wipe: the NFS-hop experiment ran on this disk first in the same boot.
+        {"name": "store", "type": "disk", "device": STORE, "fs": "xfs", "wipe": True},
         {"name": "hop", "type": "nfs", "on": ["store"], "version": "3",
          "mount_options": ["nolock"], "client_netns": "vbt1",
          "server_address": "10.213.1.1"},
@@ -43,21 +38,12 @@ EXPERIMENT: dict[str, Any] = {
 @pytest.mark.lab
 @pytest.mark.slow
 def test_nfs_over_a_hop_has_a_latency_floor_the_plain_disk_has_not(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
-    need_lab()
-    out = tmp_path_factory.mktemp("curvehop")
-    (out / "guest.py").write_text(GUEST_SCRIPT)
-    (out / "hop.yaml").write_text(json.dumps(EXPERIMENT))
-    work = Path("/var/tmp/volbench-tests") / f"curvehop-{os.getpid()}"
-    spec = LabSpec(disks=(LabDisk("store", 600 * MiB, "fast"),),
-                   modules=(*DEFAULT_MODULES, "veth", "sch_netem"))
-    argv = [sys.executable, str(out / "guest.py"), str(out), str(TESTS), str(DELAY_MS)]
-    result = run_in_vm(spec, argv, out, timeout=1200, workdir=work)
-    assert result.returncode == 0, result.console[-4000:]
-    work.rmdir()
-    checks = json.loads((out / "hop.json").read_text())
-    assert checks["run_code"] == 0 and checks["nfs_mounts"] == [] and checks["netns"] == []
-    with Store(out / "hop.db", create=False) as store:
+        nfs_hop_boot: Path) -> None:
+    out = nfs_hop_boot
+    checks = json.loads((out / "checks.json").read_text())
+    assert checks["run_codes"]["curve"] == 0
+    assert checks["nfs_mounts"] == [] and checks["netns"] == []
+    with Store(out / "curve.db", create=False) as store:
         (row,) = store.experiments()
         rep = report.build([row], store.targets(row.id), store.runs([row.id]),
                            totals=store.histogram_totals([row.id]))

@@ -1,6 +1,7 @@
 """NFS across an emulated network hop, in the lab VM (seed 000's same-zone NFS).
 
-One boot. The guest makes two client namespaces joined to it by veth pairs
+One boot, shared with tests/lab/test_curves_lab.py (the `nfs_hop_boot` fixture in
+tests/lab/conftest.py). The guest makes two client namespaces joined to it by veth pairs
 (tests/hostlab.py) with `tc netem` delaying each direction by DELAY, then runs one
 experiment: fio random 4k reads at queue depth 1 on the exported disk itself, on an NFS
 mount over loopback, on an NFS mount made from a client namespace (its RPC traffic
@@ -12,15 +13,11 @@ the delay's size; teardown must leave no mount, export or namespace.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import TESTS, need_lab
-from volbench.lab import DEFAULT_MODULES, LabDisk, LabSpec, run_in_vm
 from volbench.store.db import Store
 
 MiB = 1024**2
@@ -76,35 +73,27 @@ with hostlab.namespaces(2) as hosts:
                   "delay", delay], timeout=30)
     qdisc = proc.run(["tc", "-n", hosts[0].netns, "qdisc", "show"], timeout=30)
     result["qdisc"] = qdisc.stdout.splitlines()
+    # One experiment per name after the delay (NAME.yaml -> NAME.db), in one boot.
     # SQLite needs a local filesystem: the 9p share gives "disk I/O error".
-    result["run_code"] = cli.main(["run", str(out / "hop.yaml"), "--db", "/srv/hop.db",
-                                   "--quiet"])
-    shutil.copyfile("/srv/hop.db", out / "hop.db")
+    result["run_codes"] = {}
+    for name in sys.argv[4:]:
+        result["run_codes"][name] = cli.main(["run", str(out / f"{name}.yaml"), "--db",
+                                              f"/srv/{name}.db", "--quiet"])
+        shutil.copyfile(f"/srv/{name}.db", out / f"{name}.db")
     mounts = Path("/proc/mounts").read_text().splitlines()
     result["nfs_mounts"] = [m for m in mounts if m.split()[2] in ("nfs", "nfs4")]
     done = proc.run(["exportfs", "-v"], timeout=60, check=False)
     result["exports"] = [ln for ln in done.stdout.splitlines() if ln.strip()]
 result["netns"] = sorted(p.name for p in Path("/run/netns").glob("vbt*"))
-(out / "hop.json").write_text(json.dumps(result))
+(out / "checks.json").write_text(json.dumps(result))
 """
 
 
 @pytest.fixture(scope="module")
-def hop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    need_lab()
-    out = tmp_path_factory.mktemp("nfshop")
-    (out / "guest.py").write_text(GUEST_SCRIPT)
-    (out / "hop.yaml").write_text(json.dumps(EXPERIMENT))
-    work = Path("/var/tmp/volbench-tests") / f"nfshop-{os.getpid()}"
-    spec = LabSpec(
-        disks=(LabDisk("store", 600 * MiB, "fast"),),
-        modules=(*DEFAULT_MODULES, "veth", "sch_netem"),
-    )
-    argv = [sys.executable, str(out / "guest.py"), str(out), str(TESTS), str(DELAY_MS)]
-    result = run_in_vm(spec, argv, out, timeout=1200, workdir=work)
-    assert result.returncode == 0, result.console[-4000:]
-    work.rmdir()
-    checks = json.loads((out / "hop.json").read_text())
+def hop(nfs_hop_boot: Path) -> dict[str, Any]:
+    out = nfs_hop_boot
+    checks = json.loads((out / "checks.json").read_text())
+    checks["run_code"] = checks["run_codes"]["hop"]
     with Store(out / "hop.db", create=False) as store:
         (row,) = store.experiments()
         targets = {t.name: t for t in store.targets(row.id)}

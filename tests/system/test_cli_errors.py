@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import DATA
+from support import DATA, tool
 from volbench.cli import doctor
 from volbench.cli import main as cli
 from volbench.cli.main import main
@@ -368,3 +368,32 @@ def test_a_histogram_count_with_400_digits_is_refused(
     assert code == 1 and len(err) == 1
     assert err[0].endswith("histogram: a 401-digit number is larger than any real "
                            "measurement; fix or remove that value, or leave the file out")
+
+
+def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for name in ("root", "loop devices", "blkio throttling", "device-mapper", "KVM", "tool fio"):
+        assert any(line[4:].startswith(name) for line in out.splitlines()), name
+
+
+def test_a_run_with_failed_runs_says_how_to_run_them_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tool("fio")
+    space = tmp_path / "space"
+    space.mkdir()
+    exp = tmp_path / "e.yaml"
+    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
+                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
+                   " runtime: 1s, direct: false, options: {rw: no-such-mode}}]\nrepeat: 1\n")
+    db = tmp_path / "r.db"
+    assert main(["run", str(exp), "--db", str(db), "--quiet"]) != 0
+    assert "1 failed; results in" in capsys.readouterr().out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "no runs, 1 already done" in out and "--retry-failed" not in out
+    assert main(["run", str(exp), "--db", str(db), "--quiet", "--retry-failed"]) != 0
+    out = capsys.readouterr().out
+    assert "1 failed; results in" in out
+    assert out.rstrip().endswith("failed runs can be run again (once the cause is fixed) with "
+                                 "--retry-failed")

@@ -13,6 +13,7 @@ import pytest
 
 from support import load, tool
 from volbench import report
+from volbench.core.model import Status
 from volbench.engine.experiment import parse_document
 from volbench.engine.runner import run_experiment
 
@@ -107,3 +108,32 @@ def test_a_loop_disk_capped_at_1000_iops_saturates_at_its_cap(workdir: Path, tmp
     (half,) = [p for p in curve["points"] if p["step"] == "50%"]
     assert half["offered"] == pytest.approx(curve["saturation_iops"] / 2)
     assert half["iops"] == pytest.approx(half["offered"], rel=0.2)
+
+
+def test_an_interrupted_step_resumes_at_the_rate_of_its_stored_saturation_run(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from support import tool
+    from volbench.engine.runner import run_experiment
+    from volbench.store.db import Store
+
+    tool("fio")
+    space = tmp_path / "space"
+    space.mkdir()
+    exp = parse_document({"name": "r", "workdir": str(tmp_path / "w"), "targets": [
+        {"name": "d", "type": "directory", "path": str(space)}], "workloads": [
+        {"name": "c", "tool": "fio", "rw": "randread", "size": "4M", "runtime": "1s",
+         "direct": False, "load": {"steps": ["20%"]}}], "repeat": 1})
+    first = run_experiment(exp, db=tmp_path / "r.db")
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as if killed during the step
+        con.execute("UPDATE runs SET status = 'interrupted' WHERE params LIKE '%20\\%%' "
+                    "ESCAPE '\\'")
+    again = run_experiment(exp, db=tmp_path / "r.db", resume=True)
+    assert again.experiment_id == first.experiment_id and again.skipped == 1
+    with Store(tmp_path / "r.db") as store:
+        runs = [r for r in store.runs([first.experiment_id]) if r.status is Status.OK]
+    sat = next(r for r in runs if r.params["load"] == "max").annotations["load"]["rate"]
+    step = next(r for r in runs if r.params["load"] == "20%")
+    assert step.annotations["load"]["offered"] == pytest.approx(0.2 * sat)
+    assert f"--rate_iops={max(1, round(0.2 * sat))}" in step.argv

@@ -2,7 +2,7 @@
 
 Each test attaches its own loop devices (few: the machine has eight) and always
 detaches them. Holders (device-mapper, md) cannot be made on this host: those
-refusals are tested inside the lab VM (tests/test_lab.py).
+refusals are tested inside the lab VM (tests/lab/test_lab.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support import DATA, tool
+from support import DATA, need, tool
 from volbench.config.fields import Reader
 from volbench.core.errors import CommandFailed, ExperimentError, UnsafeDevice
 from volbench.engine.experiment import parse_document
@@ -155,8 +155,7 @@ def test_not_a_block_device(tmp_path: Path) -> None:
 def test_the_root_filesystem_is_refused_without_touching_it() -> None:
     root = guard.root_stack()
     tool("wipefs")
-    if not root:
-        pytest.skip("/ is not on a block device here")
+    need(bool(root), "/ is not on a block device here")
     for name in sorted(root):
         err = refusal(f"/dev/{name}", wipe=True)  # not even wipe: true gets past it
         assert err.rule == guard.ROOT, err

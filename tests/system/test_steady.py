@@ -146,3 +146,32 @@ def test_repeat_until_steady_stops_when_the_rule_holds(workdir: Path, tmp_path: 
         runs = store.runs([outcome.experiment_id])
     # a 400 IOPS cap is steady at once: the first window of 3 rounds holds
     assert len(runs) == 3 and all(r.status is Status.OK for r in runs)
+
+
+def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) -> None:
+    # Real fio on a small file, held at 400 IOPS: flat, so fio's slope criterion holds after
+    # the 1 s ramp and a 3 s window, long before the 20 s runtime.
+    tool("fio")
+    data = tmp_path / "data"
+    data.mkdir()
+    doc = {"name": "ss-run", "workdir": str(tmp_path / "work"), "drop_caches": False,
+           "targets": [{"name": "dir", "type": "directory", "path": str(data)}],
+           "workloads": [{"name": "held", "tool": "fio", "rw": "randread", "size": "4M",
+                          "runtime": "20s", "direct": False, "ioengine": "psync",
+                          "options": {"rate_iops": 400}}],
+           "repeat": 1,
+           "steady": {"metric": "iops", "window": 3, "within": "run", "ramp": "1s"}}
+    exp = parse_document(doc)
+    outcome = run_experiment(exp, db=tmp_path / "s.db")
+    with Store(tmp_path / "s.db") as store:
+        (run,) = store.runs([outcome.experiment_id], series=True, outputs=True)
+    assert run.status is Status.OK, run.error
+    assert "--steadystate=iops_slope:5%" in run.argv and "--ss_dur=3s" in run.argv
+    got = {m.name: m.value for m in run.parsed.metrics if m.name.startswith("ss_")}
+    assert got["ss_attained"] == 1.0 and got["ss_range"] < 20
+    assert 4.0 <= got["ss_seconds"] < 10.0
+    assert run.ended - run.started < 15
+    # The run's per-second logs, latency ones included, are parsed and kept.
+    assert {"iops", "bw", "lat"} <= {s.name for s in run.parsed.series}
+    assert all(v > 0 for s in run.parsed.series if s.name == "lat" for _, v in s.points)
+    assert {"fio_lat.1.log", "fio_clat_hist.1.log"} <= set(run.outputs)

@@ -133,36 +133,6 @@ def test_import_of_something_else_names_the_file(tmp_path: Path,
         assert store.experiments() == []
 
 
-def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor"]) == 0
-    out = capsys.readouterr().out
-    for name in ("root", "loop devices", "blkio throttling", "device-mapper", "KVM", "tool fio"):
-        assert any(line[4:].startswith(name) for line in out.splitlines()), name
-
-
-def test_a_run_with_failed_runs_says_how_to_run_them_again(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
-    space = tmp_path / "space"
-    space.mkdir()
-    exp = tmp_path / "e.yaml"
-    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
-                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
-                   " runtime: 1s, direct: false, options: {rw: no-such-mode}}]\nrepeat: 1\n")
-    db = tmp_path / "r.db"
-    assert main(["run", str(exp), "--db", str(db), "--quiet"]) != 0
-    assert "1 failed; results in" in capsys.readouterr().out
-    assert main(["run", str(exp), "--db", str(db), "--quiet", "--resume"]) == 0
-    out = capsys.readouterr().out
-    assert "no runs, 1 already done" in out and "--retry-failed" not in out
-    assert main(["run", str(exp), "--db", str(db), "--quiet", "--retry-failed"]) != 0
-    out = capsys.readouterr().out
-    assert "1 failed; results in" in out
-    assert out.rstrip().endswith("failed runs can be run again (once the cause is fixed) with "
-                                 "--retry-failed")
-
-
 def test_fields_prints_a_kinds_declared_fields_with_defaults_and_bounds(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fields", "btrfs"]) == 0
@@ -184,3 +154,29 @@ def test_fields_lists_every_kind_and_names_a_typo(capsys: pytest.CaptureFixture[
     assert main(["fields", "pgbnch"]) == 1
     assert capsys.readouterr().err == ("volbench: 'pgbnch' is neither a target type nor a "
                                        "workload tool (did you mean 'pgbench'?)\n")
+
+
+SHARED = {"run": ["x.yaml"], "plan": ["x.yaml"], "report": [], "import":
+          ["--tool", "fio", "--target", "t", "f.json"], "lab run": ["x.yaml"]}
+
+
+@pytest.mark.parametrize("command", sorted(SHARED))
+def test_shared_options_mean_the_same_in_every_command(command: str) -> None:
+    words = command.split()
+    args = parser().parse_args([*words, *SHARED[command]])
+    if hasattr(args, "db"):
+        assert args.db == Path("volbench.db")
+    if command in ("run", "plan", "lab run"):
+        assert args.runs is None and args.file == Path("x.yaml")
+        assert parser().parse_args([*words, *SHARED[command], "--runs", "4"]).runs == 4
+        with pytest.raises(SystemExit):
+            parser().parse_args([*words, *SHARED[command], "--runs", "0"])
+    if command in ("run", "lab run"):
+        assert args.resume is False and args.retry_failed is False
+
+
+def test_each_shared_option_is_declared_once() -> None:
+    source = (Path(__file__).parents[2] / "src/volbench/cli/main.py").read_text()
+    for option in ("--db", "--runs", "--resume", "--retry-failed"):
+        assert f'add_argument("{option}"' not in source, f"use cli/options.py for {option}"
+    assert source.count('add_argument("file"') <= 1  # doctor's FILE means something else

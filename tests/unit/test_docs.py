@@ -193,3 +193,34 @@ def test_the_volbench_fields_example_is_what_the_command_prints(
     assert shown, "docs/experiments.md shows no `volbench fields dd`"
     assert main(["fields", "dd"]) == 0
     assert capsys.readouterr().out == shown.group(1)
+
+
+# A project path in prose: src/…, tests/…, bench/…; placeholders (VERSION, NAME) and globs
+# are not paths.
+PROJECT_PATH = re.compile(r"(?<![\w/.-])((?:src|tests|bench|scripts|docs|examples|\.ci)/"
+                          r"[A-Za-z0-9_./-]*[A-Za-z0-9_])")
+
+
+def named_paths(text: str) -> set[str]:
+    return {p for p in PROJECT_PATH.findall(text)
+            if not any(part.isupper() for part in p.split("/"))}
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    sources = sorted((ROOT / "src").rglob("*.py"))
+    missing = {}
+    for page in [*pages, *sources]:
+        found = named_paths(page.read_text())
+        if page.suffix == ".py":  # in code, only the tests it points at
+            found = {p for p in found if p.startswith("tests/")}
+        if gone := sorted(p for p in found if not (ROOT / p).exists()):
+            missing[str(page.relative_to(ROOT))] = gone
+    assert missing == {}, f"paths named but not in the project: {missing}"
+
+
+def test_the_path_check_sees_stale_test_paths() -> None:
+    stale = "tests/" + "test_lab.py"  # split, or the path fixer would "fix" it too
+    text = f"see {stale} and tests/lab/test_lab.py, tests/data/pgbench/VERSION/"
+    assert named_paths(text) == {stale, "tests/lab/test_lab.py"}
+    assert not (ROOT / stale).exists() and (ROOT / "tests/lab/test_lab.py").exists()

@@ -6,13 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from support import DATA, load, make_db, make_run, tool
+from support import DATA, load, make_db, make_run
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import ExperimentError
-from volbench.core.model import RunResult, Status
+from volbench.core.model import RunResult
 from volbench.engine.experiment import parse_document
-from volbench.engine.runner import run_experiment
-from volbench.store.db import Store
 from volbench.workloads import fiosteady
 from volbench.workloads.fio import parse_json
 
@@ -93,32 +91,3 @@ def test_the_report_says_in_how_many_runs_fio_found_it_steady(tmp_path: Path) ->
         "5 s, range within 20 %; last run's final window: range 30.0 %, slope 1.0 % of the "
         "mean; in 1 more fio's slope criterion held but the range or the level (a drift "
         "beyond the noise) did not)")
-
-
-def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) -> None:
-    # Real fio on a small file, held at 400 IOPS: flat, so fio's slope criterion holds after
-    # the 1 s ramp and a 3 s window, long before the 20 s runtime.
-    tool("fio")
-    data = tmp_path / "data"
-    data.mkdir()
-    doc = {"name": "ss-run", "workdir": str(tmp_path / "work"), "drop_caches": False,
-           "targets": [{"name": "dir", "type": "directory", "path": str(data)}],
-           "workloads": [{"name": "held", "tool": "fio", "rw": "randread", "size": "4M",
-                          "runtime": "20s", "direct": False, "ioengine": "psync",
-                          "options": {"rate_iops": 400}}],
-           "repeat": 1,
-           "steady": {"metric": "iops", "window": 3, "within": "run", "ramp": "1s"}}
-    exp = parse_document(doc)
-    outcome = run_experiment(exp, db=tmp_path / "s.db")
-    with Store(tmp_path / "s.db") as store:
-        (run,) = store.runs([outcome.experiment_id], series=True, outputs=True)
-    assert run.status is Status.OK, run.error
-    assert "--steadystate=iops_slope:5%" in run.argv and "--ss_dur=3s" in run.argv
-    got = {m.name: m.value for m in run.parsed.metrics if m.name.startswith("ss_")}
-    assert got["ss_attained"] == 1.0 and got["ss_range"] < 20
-    assert 4.0 <= got["ss_seconds"] < 10.0
-    assert run.ended - run.started < 15
-    # The run's per-second logs, latency ones included, are parsed and kept.
-    assert {"iops", "bw", "lat"} <= {s.name for s in run.parsed.series}
-    assert all(v > 0 for s in run.parsed.series if s.name == "lat" for _, v in s.points)
-    assert {"fio_lat.1.log", "fio_clat_hist.1.log"} <= set(run.outputs)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fakeexec import Answer, Replay
 from volbench.core.errors import ExperimentError
 from volbench.engine.experiment import parse_document
 from volbench.report.compare import environment_differences
@@ -51,12 +52,14 @@ def test_path_is_followed_through_links_to_the_real_directory(tmp_path: Path) ->
     assert pgfind.locate(path=str(links), dist_globs=globs) == pgfind.Install(real, "PATH")
 
 
-def test_pg_config_names_the_directory_when_postgres_is_not_on_path(tmp_path: Path) -> None:
+def test_pg_config_names_the_directory_when_postgres_is_not_on_path(
+        tmp_path: Path, replay: Replay) -> None:
     real = bindir(tmp_path / "srv/pg/bin")
     tools = tmp_path / "tools"
     tools.mkdir()
-    (tools / "pg_config").write_text(f"#!/bin/sh\necho {real}\n")
+    (tools / "pg_config").write_text("#!/bin/sh\n")  # found on PATH; answered by the fake
     (tools / "pg_config").chmod(0o755)
+    replay.add(Answer("pg_config", f"{real}\n", ("--bindir",)))
     _, globs = nowhere(tmp_path)
     found = pgfind.locate(path=str(tools), dist_globs=globs)
     assert found == pgfind.Install(real, "pg_config --bindir")

@@ -186,8 +186,11 @@ def only_experiment_errors(parse: Any, *args: Any) -> None:
 
 
 def test_the_examples_are_valid_experiments() -> None:
-    for path in [*EXAMPLES.glob("*.yaml")]:
-        experiment.load(path)  # relative paths (seed004's jobfile) from examples/
+    paths = sorted(EXAMPLES.glob("*.yaml"))
+    assert len(paths) >= 5, f"expected the examples in {EXAMPLES}, found {len(paths)}"
+    for path in paths:
+        exp = experiment.load(path)  # relative paths (seed004's jobfile) from examples/
+        assert exp.targets and exp.workloads, path
 
 
 @CI

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
+from volbench.lab import doctor as lab_doctor
 from volbench.system import procfs
 from volbench.system.block import cgroups
 from volbench.system.host import pgfind, tools
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    # What does not work without it (empty when ok).
-    disables: str = ""
-
+from volbench.system.host.check import Check
 
 
 def _loop_check() -> Check:
@@ -83,9 +74,7 @@ def checks(workdir: Path | None = None) -> list[Check]:
             found.append(Check("work space", free > 4 * 2**30,
                                f"{free / 2**30:.1f} GiB free under {probe}",
                                "" if free > 4 * 2**30 else "large disk images"))
-    from volbench.lab.doctor import summary as lab_summary  # late: lab.doctor imports Check
-
-    found.append(lab_summary())
+    found.append(lab_doctor.summary())
     found.append(_postgres_check())
     for tool in tools.TOOLS.values():
         if tool.name in pgfind.PROGRAMS:  # one line for the installation, above

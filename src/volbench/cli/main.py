@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from volbench import __version__, report, targets
-from volbench.cli import crashreport, doctor, fieldtable, storecmds
+from volbench.cli import crashreport, doctor, fieldtable, options, storecmds
+from volbench.cli.options import add_db, add_file, add_resume, add_runs
 from volbench.cli.progress import TerminalProgress
 from volbench.config import fieldrules
 from volbench.core.errors import Interrupted, VolbenchError
@@ -28,21 +29,9 @@ from volbench.system.proc import command_line
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import RunContext
 
-DEFAULT_DB = Path("volbench.db")
 EXIT_RUNS_FAILED = 3
 EXIT_INTERRUPTED = 130
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, see crashreport
-
-
-def repetitions(text: str) -> int:
-    """--runs N: the same bounds as repeat: in an experiment file."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= n <= fieldrules.MAX_REPEAT:
-        raise argparse.ArgumentTypeError(f"must be 1 to {fieldrules.MAX_REPEAT}, got {n}")
-    return n
 
 
 def _load(file: Path | None, paths_from: Path | None = None
@@ -363,13 +352,10 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     run = add("run", cmd_lab_run, "run an experiment inside the lab VM its lab: section "
               "describes; results come back to --db")
-    run.add_argument("file", type=Path, help="experiment file with a lab: section")
-    storecmds.add_db(run)
-    run.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
-                     "the runs that failed or timed out")
-    run.add_argument("--runs", type=repetitions, metavar="N",
-                     help="repetitions (overrides repeat:)")
+    add_file(run, required=True)
+    add_db(run)
+    add_resume(run)
+    add_runs(run)
     run.add_argument("--quiet", action="store_true", help="no live console output")
     run.add_argument("--timeout", type=float, metavar="S", help="stop the VM after S seconds "
                      "(default: lab: timeout)")
@@ -400,24 +386,20 @@ def parser() -> argparse.ArgumentParser:
         return cmd
 
     run = add("run", cmd_run, "build the layouts, run the workloads, store and report")
-    run.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
-    storecmds.add_db(run)
-    run.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    run.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
-                     "the runs that failed or timed out")
+    add_file(run)
+    add_db(run)
+    add_resume(run)
     run.add_argument("--take-over", action="store_true", help="resume even though another "
                      "host's volbench holds the experiment (it is gone for good)")
-    run.add_argument("--runs", type=repetitions, metavar="N",
-                     help="repetitions (overrides repeat:)")
+    add_runs(run)
     run.add_argument("--quiet", action="store_true", help="no progress output")
     # `lab run` runs a copy of the file; its relative paths still mean the original folder.
     run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
-    plan.add_argument("file", nargs="?", type=Path, help="experiment file (default: built-in)")
-    plan.add_argument("--runs", type=repetitions, metavar="N",
-                      help="repetitions (overrides repeat:)")
+    add_file(plan)
+    add_runs(plan)
     rep = add("report", cmd_report, "report stored results")
-    storecmds.add_db(rep)
+    add_db(rep)
     rep.add_argument("--format", choices=sorted(report.EXPORTERS),
                      help="table (default), markdown, csv, json or html")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
@@ -439,9 +421,9 @@ def parser() -> argparse.ArgumentParser:
                      help="with --charts: PNG files too (needs rsvg-convert: apt-get "
                      "install librsvg2-bin)")
     cmp = add("compare", cmd_compare, "compare two result sets: B against A, case by case")
-    cmp.add_argument("a", type=storecmds.db_arg, metavar="A.db",
+    cmp.add_argument("a", type=options.db_arg, metavar="A.db",
                      help="results before (the reference; a file or postgresql:// URL)")
-    cmp.add_argument("b", type=storecmds.db_arg, metavar="B.db",
+    cmp.add_argument("b", type=options.db_arg, metavar="B.db",
                      help="results after (the candidate; a file or postgresql:// URL)")
     cmp.add_argument("--experiment-a", action="append", metavar="ID|NAME|all",
                      help="experiment(s) in A (default: the latest)")
@@ -454,7 +436,7 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--tool", required=True, choices=sorted(IMPORTERS))
     imp.add_argument("--target", required=True, help="name the imported runs' target")
     imp.add_argument("--workload", help="workload name (default: the tool's name)")
-    storecmds.add_db(imp)
+    add_db(imp)
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
     doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "

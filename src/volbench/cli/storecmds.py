@@ -10,13 +10,13 @@ import argparse
 import dataclasses
 import html
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from volbench.cli.options import add_db, db_arg
 from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
 from volbench.report import svg
@@ -24,23 +24,6 @@ from volbench.stats.history import differences
 from volbench.store import history as storehistory
 from volbench.store import location, pg, sync
 from volbench.store.db import Store
-
-DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
-           "else volbench.db)")
-
-
-def db_arg(text: str) -> location.Location:
-    """argparse type of --db and the database arguments: a path or a PostgreSQL URL."""
-    try:
-        return location.parse(text)
-    except location.LocationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_db(parser: argparse.ArgumentParser) -> None:
-    """--db, defaulting to VOLBENCH_DB (read when the parser is made, i.e. per command)."""
-    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
-    parser.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
 
 
 def database_error(args: argparse.Namespace, exc: BaseException) -> str | None:

@@ -50,7 +50,7 @@ FORBIDDEN = {
                "device-names=)",
 }
 # The other string options of fio 3.33: values, not paths (the HOWTO's `=str` options,
-# less those of engines volbench refuses; tests/test_pathcheck.py checks that every
+# less those of engines volbench refuses; tests/unit/test_pathcheck.py checks that every
 # `=str` option of the installed fio's HOWTO is in one of these lists).
 VALUES = ("description", "clocksource", "lockfile", "file_service_type", "zonemode", "rw",
           "readwrite", "rw_sequencer", "unified_rw_reporting", "fallocate", "fadvise_hint",

@@ -55,6 +55,8 @@ def design(low: int, high: int) -> SequentialDesign | None:
 
 
 def deciding(name: str, unit: str, wanted: Sequence[str] | None) -> bool:
+    """Whether a metric decides when adaptive repetition may stop: the ones the user named, else
+    the primary metrics other than percentiles."""
     if wanted:
         return name in wanted
     return is_primary(name, unit) and not _PERCENTILE.search(name)

@@ -26,6 +26,9 @@ CurveKey = tuple[str, str, str, bool]
 
 @dataclass(frozen=True)
 class Resolved:
+    """A load step resolved to an offered rate: the step, the rate (None for the unthrottled
+    saturation run), and the saturation run it came from."""
+
     step: Any
     offered: float | None  # None: the unthrottled saturation run
     saturation: float | None
@@ -43,6 +46,8 @@ def sla_lookup(workloads: Sequence[Any]) -> Callable[[str], dict[str, Any] | Non
 
 
 def curve_key(target: str, workload: str, params: Params, warmup: bool) -> CurveKey:
+    """The identity of one curve: target, workload and params without the load step, so every
+    step of a curve shares it."""
     rest = {k: v for k, v in params.items() if k != "load"}
     return (target, workload, canonical_json(rest), warmup)
 
@@ -61,6 +66,8 @@ class Resolver:
             self.note(run)
 
     def note(self, run: RunResult) -> None:
+        """Remember a finished saturation run's rate, so the curve's later steps offer their
+        share of it (failed runs are ignored)."""
         entry = run.annotations.get("load")
         if run.status is not Status.OK or not isinstance(entry, dict):
             return

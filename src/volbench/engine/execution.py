@@ -55,6 +55,8 @@ def settle_caches(inv: Invocation) -> dict[str, str]:
 
 
 def prepare_rundir(rundir: Path, user: str | None) -> None:
+    """The run directory exists (and belongs to `user` when the run is not root's) before the
+    tool starts."""
     try:
         rundir.mkdir(parents=True, exist_ok=True)
         if user is not None:
@@ -83,6 +85,8 @@ def _read_limited(path: Path) -> str:
 
 
 def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, str]:
+    """Everything a run left to parse: stdout, stderr, the invocation's output files and the
+    logs its globs match (a missing file is simply absent; each read up to a size limit)."""
     outputs: dict[str, str] = {}
     if done is not None:
         outputs["stdout"] = done.stdout
@@ -99,6 +103,8 @@ def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, s
 
 def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker | None
                    ) -> proc.Completed:
+    """Run one invocation to its end through system/proc.py, in the target's cgroup when it is
+    throttled; a failure is returned, not raised."""
     return proc.run(inv.argv, timeout=inv.timeout, cwd=inv.cwd, env=inv.env, user=inv.user,
                     cgroup=built.cgroup if inv.throttled else None, check=False,
                     tracker=tracker)

@@ -65,11 +65,16 @@ class RepeatPolicy:
 
     @property
     def adaptive(self) -> bool:
+        """Whether repetitions are adaptive: a stop rule (until) and room to add runs (max above
+        min)."""
         return self.until is not None and self.max > self.min
 
 
 @dataclass(frozen=True)
 class Experiment:
+    """A checked experiment: its targets, workloads, repetition, order and the document it came
+    from (kept with the results)."""
+
     name: str
     targets: tuple[TargetSpec, ...]
     workloads: tuple[WorkloadSpec, ...]
@@ -94,12 +99,17 @@ class Experiment:
 
     @property
     def spec_hash(self) -> str:
+        """A digest of the document: the same file gives the same hash, which is how a resume
+        finds its experiment."""
         return digest(self.document)
 
     def target(self, name: str) -> TargetSpec:
+        """The target spec of that name (the name was checked to exist when the file was read)."""
         return next(t for t in self.targets if t.name == name)
 
     def workload(self, name: str) -> WorkloadSpec:
+        """The workload spec of that name (the name was checked to exist when the file was
+        read)."""
         return next(w for w in self.workloads if w.name == name)
 
 
@@ -147,6 +157,8 @@ MAX_FILE_BYTES = 10 * 1024**2
 
 
 def load_yaml(text: str) -> Any:
+    """YAML with true/false as the only booleans (`on:` stays a key) and a duplicate key refused
+    rather than silently overwritten."""
     return yaml.load(text, Loader=_Loader)
 
 
@@ -240,6 +252,8 @@ def _count_values(document: Any, source: str) -> None:
 
 def parse_document(document: Any, source: str = "experiment",
                    base: Path | None = None) -> Experiment:
+    """The Experiment a document describes, or one ExperimentError listing every problem in it,
+    each naming the field and the fix."""
     problems: list[Problem] = []
     r = Reader(document, "", problems, base)
     name = r.text("name", "experiment")

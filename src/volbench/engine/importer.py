@@ -31,6 +31,9 @@ MAX_FILE_BYTES = 256 * 1024**2
 
 @dataclass(frozen=True)
 class Imported:
+    """One existing tool output as a run: the params it ran with (as far as the output says),
+    what was parsed, and when it started if the output says."""
+
     params: dict[str, Scalar]
     parsed: Parsed
     started: float | None = None
@@ -68,6 +71,8 @@ def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
 
 
 def import_fio(text: str, source: str) -> Imported:
+    """A run from fio's JSON: params from its job options, metrics as a measured run's, the
+    start from fio's timestamp; bad JSON is a ParseError."""
     data = fio.load_json(text, source)
     parsed = fio.parse_json(text, source)
     stamp = data.get("timestamp")
@@ -90,6 +95,8 @@ def import_dd(text: str, source: str) -> Imported:
 
 
 def import_hdparm(text: str, source: str) -> Imported:
+    """A run from hdparm's text output: params and metrics as a measured run's; text it cannot
+    read is a ParseError."""
     return Imported(hdparm.params_of(text), hdparm.parse_text(text, source))
 
 

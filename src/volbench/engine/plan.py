@@ -26,6 +26,9 @@ BUILD_S = 3.0
 
 @dataclass(frozen=True)
 class PlannedRun:
+    """One run of the plan: a case (target, workload, params) and its repetition; warm-up runs
+    are not measured."""
+
     target: str
     workload: str
     params: Params
@@ -34,15 +37,20 @@ class PlannedRun:
 
     @property
     def case_key(self) -> str:
+        """The case's stable identity, the same in every repetition and every resume."""
         return case_key(self.target, self.workload, self.params)
 
     @property
     def run_key(self) -> tuple[str, int, bool]:
+        """The run's identity in the store: a resume skips every run whose key is already
+        stored."""
         return (self.case_key, self.repetition, self.warmup)
 
 
 @dataclass(frozen=True)
 class Case:
+    """One workload's params of the matrix, to be run on every target."""
+
     workload: str
     params: Params
 
@@ -57,6 +65,9 @@ class Group:
 
 @dataclass(frozen=True)
 class Plan:
+    """Every case, the seed of the order, and the groups of targets that exist together; the
+    same seed gives the same order."""
+
     experiment: Experiment
     cases: tuple[Case, ...]
     seed: int
@@ -90,6 +101,7 @@ class Plan:
         return out
 
     def runs_for(self, group: Group, repetitions: int | None = None) -> list[PlannedRun]:
+        """The planned runs of the targets measured in `group`, in the plan's order."""
         return [r for r in self.runs(repetitions) if r.target in group.measured]
 
     def estimate(self, repetitions: int | None = None) -> float:
@@ -108,12 +120,15 @@ class Plan:
                         for n in g.members) for g in self.groups), default=0)
 
     def disk_space(self) -> int:
+        """Bytes of images the largest group needs at once (groups are built one after another)."""
         exp = self.experiment
         return max((sum(TARGET_KINDS[exp.target(n).type].disk_space(exp.target(n))
                         for n in g.members) for g in self.groups), default=0)
 
 
 def make_plan(experiment: Experiment, seed: int | None = None) -> Plan:
+    """The plan of an experiment: cases from every workload's matrix, ordered by the seed (the
+    experiment's, or a new one recorded with the results)."""
     cases = tuple(Case(w.name, params) for w in experiment.workloads
                   for params in WORKLOAD_KINDS[w.tool].cases(w))
     chosen = seed if seed is not None else experiment.seed

@@ -62,25 +62,56 @@ from volbench.workloads.base import (
 
 
 class Progress(Protocol):
-    def begin(self, total: int, estimate_s: float) -> None: ...
-    def more(self, runs: int) -> None: ...
-    def run_started(self, run: PlannedRun) -> None: ...
-    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
-    def note(self, text: str) -> None: ...
-    def end(self) -> None: ...
+    """What the runner tells whoever watches (the terminal, a test); called in this order:
+    begin, then run_started/run_finished per run (more when adaptive repetition adds
+    runs, note at any time), then end, also after an interruption."""
+
+    def begin(self, total: int, estimate_s: float) -> None:
+        """The runs planned and their expected seconds, before the first run."""
+
+    def more(self, runs: int) -> None:
+        """Adaptive repetition added this many runs to the total."""
+
+    def run_started(self, run: PlannedRun) -> None:
+        """A run is about to start."""
+
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None:
+        """A run ended, whatever its status."""
+
+    def note(self, text: str) -> None:
+        """Something worth a line of its own (a skipped target, a stop rule met)."""
+
+    def end(self) -> None:
+        """No more runs; called once, also when the experiment was interrupted."""
 
 
 class NoProgress:
-    def begin(self, total: int, estimate_s: float) -> None: ...
-    def more(self, runs: int) -> None: ...
-    def run_started(self, run: PlannedRun) -> None: ...
-    def run_finished(self, run: PlannedRun, result: RunResult) -> None: ...
-    def note(self, text: str) -> None: ...
-    def end(self) -> None: ...
+    """A Progress that shows nothing (library use, `--quiet` paths, tests)."""
+
+    def begin(self, total: int, estimate_s: float) -> None:
+        """Shows nothing."""
+
+    def more(self, runs: int) -> None:
+        """Shows nothing."""
+
+    def run_started(self, run: PlannedRun) -> None:
+        """Shows nothing."""
+
+    def run_finished(self, run: PlannedRun, result: RunResult) -> None:
+        """Shows nothing."""
+
+    def note(self, text: str) -> None:
+        """Shows nothing."""
+
+    def end(self) -> None:
+        """Shows nothing."""
 
 
 @dataclass
 class Outcome:
+    """What a run of an experiment ended with: where it is stored, how many runs per status, the
+    runs skipped as done, notes, and targets that could not be built."""
+
     experiment_id: int
     db: Location
     counts: dict[str, int] = field(default_factory=dict)
@@ -108,6 +139,8 @@ def signals_raise() -> Iterator[None]:
 
 
 def required_tools(exp: Experiment) -> list[str]:
+    """Every program the experiment's targets, their preconditioning and its workloads need,
+    sorted, for the checks before anything runs."""
     names = {t for spec in exp.targets
              for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
     names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}

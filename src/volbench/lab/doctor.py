@@ -6,12 +6,12 @@ import os
 import shutil
 from pathlib import Path
 
-from volbench.cli.doctor import Check
 from volbench.lab import kernel
 from volbench.lab.errors import KernelUnavailable
 from volbench.lab.vm import DEFAULT_WORKDIR, VNG_VERSION, find_vng
 from volbench.system import proc, procfs
 from volbench.system.host import tools
+from volbench.system.host.check import Check
 
 # Host memory one lab VM takes with the default 2 GiB guest (QEMU, TCG cache, vng).
 VM_HOST_BYTES = 3 * 1024**3

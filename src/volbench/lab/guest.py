@@ -1,4 +1,4 @@
-"""The guest side of the lab: the script the VM runs, and `python -m volbench.lab`.
+"""The guest side of the lab: the script the VM runs, and the run it starts.
 
 The guest sees the host's filesystem read-only over 9p (so the host's volbench
 and its virtualenv run there unchanged), with tmpfs overlays on /tmp, /srv,
@@ -15,7 +15,7 @@ script prepares what volbench needs there:
 then runs the command and writes its exit code next to the markers the host
 watches (`booted` = first guest command, `ready` = preparation done).
 
-`python -m volbench.lab --outdir OUT -- run FILE …` runs `volbench run`
+`python -m volbench.cli.labguest --outdir OUT -- run FILE …` runs `volbench run`
 inside the guest with its database on guest tmpfs (SQLite locking over 9p is
 not to be trusted), copied in from OUT before and back to OUT after. When the
 host is interrupted (Ctrl-C, SIGTERM) it creates OUT/.lab/stop: the guest's
@@ -24,7 +24,6 @@ volbench then stops as it would on a host, and the runs it finished come back.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -32,7 +31,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from volbench.system.host.hostinfo import INSIDE_LAB
@@ -142,23 +141,18 @@ def stop_when_asked(flag: Path, interval: float = 0.5) -> threading.Thread:
     return thread
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """In the guest: `volbench run …` with the database copied from and back to OUT."""
-    parser = argparse.ArgumentParser(prog="python -m volbench.lab")
-    parser.add_argument("--outdir", type=Path, required=True)
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then volbench's arguments")
-    args = parser.parse_args(argv)
-    rest = args.args[1:] if args.args[:1] == ["--"] else args.args
-    from volbench.cli import main as cli
-
-    stop_when_asked(args.outdir / ".lab" / STOP)
+def run_in_guest(outdir: Path, cli_args: Sequence[str],
+                 cli_main: Callable[[list[str]], int]) -> int:
+    """In the guest: `cli_main(cli_args + --db)` with the database copied from and back to
+    outdir. The caller passes the command line's main, so the lab does not import cli."""
+    stop_when_asked(outdir / ".lab" / STOP)
     GUEST_WORK.mkdir(parents=True, exist_ok=True)
     db = GUEST_WORK / "results.db"
-    shared = args.outdir / "results.db"
+    shared = outdir / "results.db"
     if shared.exists():
         shutil.copyfile(shared, db)
     try:
-        return cli.main([*rest, "--db", str(db)])
+        return cli_main([*cli_args, "--db", str(db)])
     finally:
         if db.exists():
             _copy_db(db, shared)

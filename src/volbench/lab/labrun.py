@@ -4,7 +4,7 @@
    and every /dev/disk/by-id/virtio-NAME a target lists must be a lab disk.
 2. A shared outdir gets a copy of the file, and of the database if it exists
    (so results add up across runs and --resume works).
-3. The guest runs `python -m volbench.lab --outdir OUT -- run OUT/experiment.yaml …`
+3. The guest runs `python -m volbench.cli.labguest --outdir OUT -- run OUT/experiment.yaml …`
    with the same volbench (lab/guest.py).
 4. The database comes back to --db (replaced atomically), the console next to it
    (`<db stem>-lab-console.log`); the outdir and the disk images are removed.
@@ -140,7 +140,7 @@ def run_experiment_in_lab(
         if before is not None:
             shutil.copyfile(db, outdir / "results.db")
         # In the guest: `volbench run` on the copy, database kept on guest tmpfs (guest.py).
-        argv = [sys.executable, "-m", "volbench.lab", "--outdir", str(outdir), "--"]
+        argv = [sys.executable, "-m", "volbench.cli.labguest", "--outdir", str(outdir), "--"]
         argv += ["run", str(outdir / "experiment.yaml"), "--paths-from",
                  str(file.absolute().parent), *cli_args]
         try:

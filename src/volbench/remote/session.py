@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from volbench.remote.hosts import HostError, HostSpec, SSHSettings
-from volbench.system import proc
+from volbench.system import proc, procfs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host import tools
 from volbench.system.journal import Entry, Scope, undoer
@@ -41,15 +41,20 @@ _START = (
     'VOLBENCH_TAG=$tag setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pidfile"'
 )
 # Every process carrying the tag (the started one and anything it forked): TERM for up
-# to 5 s, then KILL. Tagging beats PID + start time here: it survives PID reuse and
-# finds children that left the process group.
+# to procfs.TERM_GRACE seconds, then KILL for up to procfs.KILL_WAIT (the same policy as
+# procfs.escalate, in shell: the remote host need not have volbench). Tagging beats PID
+# + start time here: it survives PID reuse and finds children that left the process group.
+_SHELL_POLL = 0.5
+_STOP_SIGNALS = " ".join(["TERM"] * round(procfs.TERM_GRACE / _SHELL_POLL)
+                         + ["KILL"] * round(procfs.KILL_WAIT / _SHELL_POLL))
 _STOP = (
     "pidfile=$1; log=$2; tag=$3; "
     "tagged() { for p in /proc/[0-9]*; do "
     'grep -qxzF "VOLBENCH_TAG=$tag" "$p/environ" 2>/dev/null && echo "${p#/proc/}"; '
     "done; }; "
-    "for sig in TERM TERM TERM TERM TERM TERM TERM TERM TERM TERM KILL KILL; do "
-    'pids=$(tagged); [ -z "$pids" ] && break; kill -s $sig $pids 2>/dev/null; sleep 0.5; '
+    f"for sig in {_STOP_SIGNALS}; do "
+    'pids=$(tagged); [ -z "$pids" ] && break; kill -s $sig $pids 2>/dev/null; '
+    f"sleep {_SHELL_POLL}; "
     'done; pids=$(tagged); rm -f "$pidfile" "$log"; '
     '[ -z "$pids" ] || { echo "still running: $pids" >&2; exit 1; }'
 )

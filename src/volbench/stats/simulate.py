@@ -1,6 +1,6 @@
 """Seeded simulations of the error rates of volbench's statistical rules.
 
-The CI tests (tests/test_calibration.py) run them small, bench/calibration.py runs them
+The CI tests (tests/unit/test_calibration.py) run them small, bench/calibration.py runs them
 large and prints the tables in docs/statistics.md. Noise is lognormal with a given
 coefficient of variation (benchmark results are positive and right-skewed); a true ratio
 multiplies the candidate's values, so it is the ratio of both the geometric and the

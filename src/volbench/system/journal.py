@@ -99,7 +99,7 @@ class Journal:
     def add(self, kind: str, **data: Any) -> Entry:
         # Not checked against UNDO here: this process may not have imported the module
         # that registers the kind (a job script tracking a process); `volbench cleanup`
-        # imports them all (volbench.engine.kinds), and tests/test_journal.py checks that every
+        # imports them all (volbench.engine.kinds), and tests/unit/test_journal.py checks that every
         # kind the code adds has its undo.
         entry = Entry(self._next, kind, dict(data))
         self._next += 1

@@ -29,10 +29,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, NoReturn, Protocol
 
 from volbench.core.errors import CommandFailed, CommandTimeout
 from volbench.system import procfs
@@ -96,6 +97,30 @@ class Completed:
     @property
     def elapsed(self) -> float:
         return self.ended - self.started
+
+
+class Executor(Protocol):
+    """Stands in for real processes (the unit tests' replay of captured outputs, in the
+    way of hyperfine's mock executor): what run() would have returned for argv, and what
+    start() does for a background server (a fake refuses: servers are system tests)."""
+
+    def run(self, argv: tuple[str, ...], cwd: Path | None, input: str | None) -> Completed: ...
+
+    def start(self, argv: tuple[str, ...], log: Path) -> NoReturn: ...
+
+
+_executor: Executor | None = None
+
+
+@contextmanager
+def executor(fake: Executor) -> Iterator[Executor]:
+    """Within the block run() and start() ask `fake` instead of starting processes."""
+    global _executor
+    before, _executor = _executor, fake
+    try:
+        yield fake
+    finally:
+        _executor = before
 
 
 def command_line(argv: Sequence[str]) -> str:
@@ -285,6 +310,9 @@ def run(
     commands that start daemons on purpose (pg_ctl start), which must be tracked separately.
     """
     argv = [str(a) for a in argv]
+    if _executor is not None:
+        return _checked(_executor.run(tuple(argv), None if cwd is None else Path(cwd), input),
+                        timeout, check, hint)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.TemporaryFile() as stdin:
         if input is not None:
@@ -329,10 +357,14 @@ def run(
         ended = time.time()
         result = Completed(tuple(argv), code, _contents(out), _contents(err), started, ended,
                            utime, stime, timed_out)
-    if timed_out and check:
-        raise CommandTimeout(argv, timeout, result.stderr)
-    if check and code != 0:
-        raise CommandFailed(argv, code, result.stderr or result.stdout, hint)
+    return _checked(result, timeout, check, hint)
+
+
+def _checked(result: Completed, timeout: float, check: bool, hint: str) -> Completed:
+    if result.timed_out and check:
+        raise CommandTimeout(result.argv, timeout, result.stderr)
+    if check and result.returncode != 0:
+        raise CommandFailed(result.argv, result.returncode, result.stderr or result.stdout, hint)
     return result
 
 
@@ -406,6 +438,8 @@ def start(
 ) -> Background:
     """Start a server in the background with stdout+stderr appended to `log`."""
     argv = [str(a) for a in argv]
+    if _executor is not None:
+        _executor.start(tuple(argv), log)
     tag = _new_tag()
     hold = _Hold()
     try:

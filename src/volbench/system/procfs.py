@@ -147,22 +147,47 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
+# Ending processes, everywhere (groups, PID lists, cgroups, remote tagged processes):
+# SIGTERM, up to TERM_GRACE seconds to exit cleanly, then SIGKILL and up to KILL_WAIT
+# seconds to see them gone. Callers that know better (a server's shutdown) pass their own.
+TERM_GRACE = 5.0
+KILL_WAIT = 2.0
+POLL = 0.05
+
+
+def escalate(send: Callable[[int], bool], alive: Callable[[], bool], grace: float = TERM_GRACE,
+             kill_wait: float = KILL_WAIT, *, resend: bool = False) -> bool:
+    """The one SIGTERM -> wait -> SIGKILL -> wait. `send(sig)` signals whatever is left
+    (False: there was nothing to signal); `alive()` says whether anything is. With
+    `resend` the signal is sent again at every poll, so children forked meanwhile get it
+    too. Returns True once nothing is alive, False if something outlived both waits."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        if not alive() or not send(sig):
+            return not alive()
+        deadline = time.monotonic() + wait
+        while alive():
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL)
+            if resend:
+                send(sig)
+        else:
+            return True
+    return not alive()
+
+
 def kill_group(pgid: int, grace: float, reap: Callable[[], object] | None = None) -> None:
     """SIGTERM the group, then SIGKILL whatever is left after `grace` seconds.
 
     `reap` collects the leader if it is our direct child (Popen.poll): an unreaped
     leader is a zombie that keeps its group "alive" for the whole grace period.
     """
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
-        if not signal_group(pgid, sig):
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if reap is not None:
-                reap()
-            if not signal_group(pgid, 0):
-                return
-            time.sleep(0.05)
+    def alive() -> bool:
+        if reap is not None:
+            reap()
+        return signal_group(pgid, 0)
+
+    escalate(lambda sig: signal_group(pgid, sig), alive, grace, kill_wait=0.0)
 
 
 def group_members(pgid: int, leader_start: int | None) -> list[int]:
@@ -172,17 +197,16 @@ def group_members(pgid: int, leader_start: int | None) -> list[int]:
             if st.pgrp == pgid and (leader_start is None or st.start >= leader_start)]
 
 
-def end_group(pgid: int, leader_start: int | None, grace: float = 5.0) -> list[int]:
+def end_group(pgid: int, leader_start: int | None, grace: float = TERM_GRACE) -> list[int]:
     """SIGTERM, then SIGKILL, the processes of a group we started. Returns the PIDs signalled."""
     members = group_members(pgid, leader_start)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+
+    def send(sig: int) -> bool:
         for pid in members:
             signal_pid(pid, sig)
-        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 2.0)
-        while time.monotonic() < deadline and group_members(pgid, leader_start):
-            time.sleep(0.05)
-        if not group_members(pgid, leader_start):
-            break
+        return True
+
+    escalate(send, lambda: bool(group_members(pgid, leader_start)), grace)
     return members
 
 
@@ -190,13 +214,14 @@ def end_processes(found: Iterable[tuple[int, int]], grace: float) -> list[int]:
     """SIGTERM, then SIGKILL after `grace`, each (pid, start) still running; returns the
     PIDs that were signalled."""
     targets = [(pid, start) for pid, start in found if running(pid, start)]
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+
+    def send(sig: int) -> bool:
         for pid, start in targets:
             if running(pid, start):
                 signal_pid(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(running(p, s) for p, s in targets):
-            time.sleep(0.05)
+        return True
+
+    escalate(send, lambda: any(running(p, s) for p, s in targets), grace)
     return [pid for pid, _ in targets]
 
 

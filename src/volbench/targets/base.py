@@ -55,6 +55,8 @@ class Built:
 
 @dataclass
 class BuildContext:
+    """What a target's build is handed: the journal scope that records everything made,
+    the recipe that shows it, a private work directory and the targets it is built on."""
     scope: Scope
     recipe: Recipe
     # A private directory for this target's images and mount points.
@@ -67,6 +69,8 @@ class BuildContext:
 
 @dataclass(frozen=True)
 class TargetKind:
+    """One target type as the engine sees it: parse and build, plus what it needs (loop
+    devices, disk space, root, tools, `on:` count) so a plan is checked before anything runs."""
     name: str
     summary: str
     parse: Callable[[Reader, str, Limits], TargetSpec]

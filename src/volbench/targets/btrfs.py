@@ -26,6 +26,8 @@ PROFILES = ("single", "raid0", "raid1", "raid10", "dup")
 
 @dataclass(frozen=True)
 class BtrfsSpec(TargetSpec):
+    """A btrfs target as the experiment file gives it: the fields, read and checked."""
+
     disks: int = 2
     size: int = 0
     data: str = "single"
@@ -45,6 +47,8 @@ FIELDS: tuple[Field[Any], ...] = (DISKS, DATA, METADATA, SIZE, MOUNT_OPTIONS, MK
 
 
 def parse(r: Reader, name: str, limits: Limits) -> BtrfsSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     disks = r.get(DISKS)
     data = r.get(DATA)
     metadata = r.get(METADATA.defaulting("raid1" if disks > 1 else "dup"))
@@ -61,6 +65,8 @@ def parse(r: Reader, name: str, limits: Limits) -> BtrfsSpec:
 
 @contextmanager
 def build(spec: BtrfsSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     devices = []
     for i in range(spec.disks):
         image = create_image(ctx.scope, ctx.recipe, ctx.workdir / f"disk{i}.img", spec.size)

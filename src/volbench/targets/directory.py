@@ -22,6 +22,8 @@ from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
 @dataclass(frozen=True)
 class DirectorySpec(TargetSpec):
+    """A directory target as the experiment file gives it: the fields, read and checked."""
+
     path: Path = Path(".")
 
 
@@ -29,6 +31,8 @@ PATH = Location("path", help="an existing directory volbench writes its files in
 
 
 def parse(r: Reader, name: str, limits: Limits) -> DirectorySpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     path = r.get(PATH)
     if r.has("path") and not path.is_dir():
         r.problem("path", f"{path} is not an existing directory",
@@ -38,6 +42,8 @@ def parse(r: Reader, name: str, limits: Limits) -> DirectorySpec:
 
 @contextmanager
 def build(spec: DirectorySpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     private = spec.path.resolve() / f".volbench-{os.getpid()}-{int(time.time())}"
     make_tree(ctx.scope, private)
     ctx.recipe.note(f"work in a private directory {private}, removed afterwards")

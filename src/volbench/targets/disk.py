@@ -33,6 +33,8 @@ from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, p
 
 @dataclass(frozen=True)
 class DiskSpec(TargetSpec):
+    """A disk target as the experiment file gives it: the fields, read and checked."""
+
     source: DiskSource = DiskSource()
     fs: FsSpec = FsSpec("xfs")
 
@@ -42,6 +44,8 @@ SOURCE = SourceRules(maximum=1, allow_loop=False)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     if r.has(DEVICE.name):
         # `device: PATH` is the one-disk spelling of `devices: [PATH]`.
         path = r.get(DEVICE)
@@ -60,6 +64,8 @@ def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
 
 @contextmanager
 def build(spec: DiskSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
     info: dict[str, object] = {"fs": spec.fs.fs, "disk": disk.as_info()}
     yield present(ctx, spec, spec.fs, disk.device, [disk.device], info)

@@ -42,6 +42,8 @@ ALLOCATIONS = ("thin", "thick", "eager")
 
 @dataclass(frozen=True)
 class ImageSpec(TargetSpec):
+    """An image target as the experiment file gives it: the fields, read and checked."""
+
     size: int = 1024**3
     allocation: str = "thin"
     # An existing directory for the image (None: the target named in `on:`, or workdir).
@@ -56,6 +58,8 @@ DIR = Location("dir", None, help="an existing directory for the image (instead o
 
 
 def parse(r: Reader, name: str, limits: Limits) -> ImageSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     size = r.get(SIZE)
     if r.has("size") and size < 16 * 1024**2:
         r.problem("size", "must be at least 16M")
@@ -123,6 +127,8 @@ def _holder(spec: ImageSpec, ctx: BuildContext) -> tuple[Path, dict[str, Any]]:
 
 @contextmanager
 def build(spec: ImageSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     base, on_info = _holder(spec, ctx)
     # A folder of our own: never overwrite, nor leave behind, a file of the user's.
     folder = make_tree(ctx.scope, base / f"volbench-image-{spec.name}-{os.getpid()}")

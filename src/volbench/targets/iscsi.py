@@ -55,6 +55,8 @@ REPLACEMENT_TIMEOUT = 15
 
 @dataclass(frozen=True)
 class IscsiSpec(TargetSpec):
+    """An iSCSI target as the experiment file gives it: the fields, read and checked."""
+
     source: DiskSource | None = None
     server: str = "lio"
     host: str = "127.0.0.1"
@@ -68,6 +70,8 @@ PORTAL = Text("portal", None, help="ADDRESS:PORT on this machine; default 127.0.
 
 
 def parse(r: Reader, name: str, limits: Limits) -> IscsiSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     source = parse_own_disk(r)
     server = r.get(SERVER)
     portal = r.get(PORTAL.defaulting(f"127.0.0.1:{DEFAULT_PORT.get(server, 3260)}"))
@@ -118,6 +122,9 @@ def _iscsid_up() -> bool:
 
 
 def ensure_iscsid(scope: Scope, recipe: Recipe, logs: Path) -> str:
+    """iscsid is running when this returns: the one found, or one started by volbench and
+    journaled in `scope`; returns which. A missing initiator name is a ResourceError
+    saying how to create it."""
     if not INITIATOR_NAME.exists():
         raise ResourceError(
             f"{INITIATOR_NAME} is missing: create it with `echo "
@@ -141,6 +148,8 @@ def _node(iqn: str, portal: str) -> list[str]:
 
 
 def session_views() -> list[stackparse.IscsiTargetView]:
+    """The host's iSCSI sessions as `iscsiadm -m session -P 3` lists them (empty when
+    there are none)."""
     done = proc.run(["iscsiadm", "-m", "session", "-P", "3"], timeout=60, check=False)
     return stackparse.iscsi_session_detail(done.stdout)
 
@@ -209,6 +218,8 @@ def _undo_session(data: Mapping[str, Any]) -> None:
 
 @contextmanager
 def build(spec: IscsiSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     blockstack.require_feature("the iSCSI initiator (iscsi_tcp)", f"target {spec.name} (iscsi)")
     for tool in (
         "iscsiadm",

@@ -19,6 +19,8 @@ MIN_SIZE = {"xfs": 300 * 2**20, "ext4": 16 * 2**20, "btrfs": 128 * 2**20}
 
 @dataclass(frozen=True)
 class LoopdiskSpec(TargetSpec):
+    """A loopdisk target as the experiment file gives it: the fields, read and checked."""
+
     size: int = 0
     fs: FsSpec = FsSpec("xfs")
     preallocate: bool = False
@@ -31,6 +33,8 @@ PREALLOCATE = Boolean("preallocate", False, help="write the image fully before u
 
 
 def parse(r: Reader, name: str, limits: Limits) -> LoopdiskSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     disks = r.get(DISKS)
     if disks > 1:
         r.problem("disks", "a loopdisk is one disk",
@@ -47,6 +51,8 @@ def parse(r: Reader, name: str, limits: Limits) -> LoopdiskSpec:
 
 @contextmanager
 def build(spec: LoopdiskSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     image = create_image(ctx.scope, ctx.recipe, ctx.workdir / "disk0.img", spec.size,
                          preallocate=spec.preallocate)
     device = attach_loop(ctx.scope, ctx.recipe, image)

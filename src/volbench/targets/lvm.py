@@ -67,6 +67,8 @@ PREFILL_BPS = 2 * 1024**2
 
 @dataclass(frozen=True)
 class LvmSpec(TargetSpec):
+    """An LVM target as the experiment file gives it: the fields, read and checked."""
+
     source: DiskSource = DiskSource()
     layout: str = "linear"
     stripes: int = 0
@@ -112,6 +114,8 @@ def _lv_size(r: Reader, layout: str) -> str:
 
 
 def parse(r: Reader, name: str, limits: Limits) -> LvmSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     source = parse_source(r, SOURCE)
     layout = r.get(LAYOUT)
     stripes = r.get(STRIPES)
@@ -258,6 +262,8 @@ def _snapshot(spec: LvmSpec, ctx: BuildContext, vg: str, origin: str) -> str:
 
 @contextmanager
 def build(spec: LvmSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     blockstack.require_feature(
         "device-mapper",
         f"target {spec.name} (lvm)",

@@ -46,6 +46,8 @@ TIMEOUT = 300.0
 
 @dataclass(frozen=True)
 class MdSpec(TargetSpec):
+    """An md RAID target as the experiment file gives it: the fields, read and checked."""
+
     source: DiskSource = DiskSource(count=2)
     level: str = "raid0"
     chunk_size: int = 0
@@ -64,6 +66,8 @@ FIELDS: tuple[Field[Any], ...] = (LEVEL, CHUNK_SIZE, LAYOUT, ASSUME_CLEAN)
 
 
 def parse(r: Reader, name: str, limits: Limits) -> MdSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     source = parse_source(r, SOURCE)
     raw_level = str(r.raw(LEVEL.name, LEVEL.default))
     level = ALIASES.get(raw_level, raw_level)
@@ -92,6 +96,8 @@ def parse(r: Reader, name: str, limits: Limits) -> MdSpec:
 
 
 def create_argv(spec: MdSpec, array: str, devices: list[str]) -> list[str]:
+    """The mdadm --create command for the spec: level, chunk and devices, with no prompt
+    (mdadm would otherwise ask about devices that look used)."""
     argv = [
         "mdadm",
         "--create",
@@ -128,6 +134,8 @@ def create_array(
 
 
 def detail(node: str) -> dict[str, Any]:
+    """What `mdadm --detail` says of the array, parsed; a parse failure is recorded in the
+    result rather than raised (the array exists and works)."""
     out = proc.run(["mdadm", "--detail", node], timeout=60, check=False).stdout
     try:
         found = stackparse.mdadm_detail(out, node)
@@ -141,6 +149,8 @@ def detail(node: str) -> dict[str, Any]:
 
 @contextmanager
 def build(spec: MdSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     blockstack.require_feature("md RAID", f"target {spec.name} (mdraid)", (spec.level,))
     require("mdadm")
     disks = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)

@@ -47,6 +47,8 @@ MAX_HOSTS = 64
 
 @dataclass(frozen=True)
 class HostsSpec(TargetSpec):
+    """A hosts target as the experiment file gives it: the fields, read and checked."""
+
     host_names: tuple[str, ...] = ()
     # Filled in from the experiment's `hosts:` section by `bind_hosts`.
     hosts: tuple[HostSpec, ...] = ()
@@ -68,11 +70,13 @@ class Placement:
 
     @property
     def host(self) -> HostSpec:
+        """The host this placement runs on."""
         return self.session.spec
 
 
 @dataclass
 class MultiBuilt(Built):
+    """A hosts target once built: the Built of the group plus where each host does its I/O."""
     placements: tuple[Placement, ...] = ()
 
 
@@ -80,6 +84,8 @@ HOSTS = TextList("hosts", help="hosts of the hosts: section, one load host each"
 
 
 def parse(r: Reader, name: str, limits: Limits) -> HostsSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     names = tuple(r.get(HOSTS))
     if r.has("hosts") and not names:
         r.problem("hosts", "no hosts", "name at least one host from the hosts: section")
@@ -218,6 +224,8 @@ def _host_info(placement: Placement) -> dict[str, Any]:
 
 @contextmanager
 def build(spec: HostsSpec, ctx: BuildContext) -> Iterator[MultiBuilt]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     with ExitStack() as stack:
         placements: list[Placement] = []
         for i, host in enumerate(spec.hosts):

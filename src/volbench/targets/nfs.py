@@ -71,6 +71,8 @@ TIMEOUT = 120.0
 
 @dataclass(frozen=True)
 class NfsSpec(TargetSpec):
+    """An NFS target as the experiment file gives it: the fields, read and checked."""
+
     # The NFS target's own disk when it is not built on another target.
     source: DiskSource | None = None
     fs: FsSpec = FsSpec("xfs")
@@ -84,6 +86,7 @@ class NfsSpec(TargetSpec):
 
     @property
     def v4(self) -> bool:
+        """Whether the spec asks for NFSv4 (version 4, 4.0, 4.1 or 4.2) rather than 3."""
         return self.version.startswith("4")
 
 
@@ -101,6 +104,8 @@ FIELDS: tuple[Field[Any], ...] = (VERSION, EXPORT_OPTIONS, MOUNT_OPTIONS, THREAD
 
 
 def parse(r: Reader, name: str, limits: Limits) -> NfsSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     if limits:
         r.problem(
             "limits",
@@ -215,6 +220,7 @@ def _registered(program: str) -> Callable[[], bool]:
 
 
 def nfsd_threads() -> int:
+    """How many nfsd threads the kernel runs now; 0 when nfsd is not up or unreadable."""
     try:
         return int((NFSD / "threads").read_text().strip() or 0)
     except (OSError, ValueError):
@@ -268,6 +274,7 @@ def _undo_nfsd_fs(data: Mapping[str, Any]) -> None:
 
 
 def exports() -> list[stackparse.Export]:
+    """The kernel's current exports as `exportfs -v` lists them."""
     done = proc.run(["exportfs", "-v"], timeout=TIMEOUT, check=False)
     return stackparse.exportfs_v(done.stdout)
 
@@ -275,6 +282,8 @@ def exports() -> list[stackparse.Export]:
 def export(
     scope: Scope, recipe: Recipe, path: Path, options: tuple[str, ...], client: str = CLIENT
 ) -> None:
+    """Export `path` to `client` with `options`; journaled before it is made, so teardown
+    or `volbench cleanup` unexports exactly this client and path."""
     scope.add("nfs-export", client=client, path=str(path))
     recipe.run(["exportfs", "-o", ",".join(options), f"{client}:{path}"], timeout=TIMEOUT)
 
@@ -294,6 +303,8 @@ def nfs_mount(
     options: list[str],
     wrap: Callable[[list[str]], list[str]] = lambda argv: argv,
 ) -> None:
+    """Mount `source` on `mountpoint` (made if missing), journaled first; retried twice
+    because a server that has just started may not answer at once."""
     make_dir(scope, mountpoint)
     scope.add("nfs-mount", mountpoint=str(mountpoint), source=source)
     argv = wrap(["mount", "-t", "nfs", "-o", ",".join(options), source, str(mountpoint)])
@@ -336,6 +347,8 @@ def _exported_fs(spec: NfsSpec, ctx: BuildContext) -> tuple[Path, list[str], dic
 
 @contextmanager
 def build(spec: NfsSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     blockstack.require_feature("the NFS server (nfsd)", f"target {spec.name} (nfs)")
     blockstack.require_feature("the NFS client", f"target {spec.name} (nfs)")
     for tool in (

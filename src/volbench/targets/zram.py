@@ -16,6 +16,8 @@ from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec, p
 
 @dataclass(frozen=True)
 class ZramSpec(TargetSpec):
+    """A zram target as the experiment file gives it: the fields, read and checked."""
+
     size: int = 0
     algorithm: str | None = None
     fs: FsSpec = FsSpec("ext4")
@@ -26,6 +28,8 @@ ALGORITHM = Text("algorithm", "", help="compression algorithm (default: the kern
 
 
 def parse(r: Reader, name: str, limits: Limits) -> ZramSpec:
+    """Read this type's fields; a bad value becomes a problem on the reader that names the
+    field and the fix (all of a file's problems are reported together), never a raise."""
     algorithm = r.get(ALGORITHM) or None
     return ZramSpec(name, "zram", limits, size=r.get(SIZE), algorithm=algorithm,
                     fs=parse_fs(r, default="ext4"))
@@ -33,6 +37,8 @@ def parse(r: Reader, name: str, limits: Limits) -> ZramSpec:
 
 @contextmanager
 def build(spec: ZramSpec, ctx: BuildContext) -> Iterator[Built]:
+    """Build the layout and yield it; everything made is journaled in ctx.scope before
+    it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     device = create_zram(ctx.scope, ctx.recipe, spec.size, spec.algorithm)
     info: dict[str, object] = {"fs": spec.fs.fs, "size": spec.size,
                                "note": "data compressibility decides zram's speed"}

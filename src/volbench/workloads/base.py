@@ -32,6 +32,9 @@ from volbench.targets.base import Built
 
 @dataclass(frozen=True)
 class WorkloadSpec:
+    """A workload as the experiment file gives it: its name, tool and the matrix of values to
+    run."""
+
     name: str
     tool: str
     # Axis name -> its values, in the order the user wrote them.
@@ -40,6 +43,8 @@ class WorkloadSpec:
     faults: tuple[FaultSpec, ...] = ()
 
     def cases(self) -> list[dict[str, Scalar]]:
+        """Every combination of the matrix's values (its product), in the order the user wrote
+        them."""
         keys = list(self.matrix)
         combos = itertools.product(*(self.matrix[k] for k in keys))
         return [dict(zip(keys, combo, strict=True)) for combo in combos]
@@ -110,6 +115,8 @@ class RunOutput:
 
 @dataclass(frozen=True)
 class ServiceHandle:
+    """A running service as runs see it: how to reach it, and what to record with each run."""
+
     # Values workloads need to reach the service (e.g. {"host": "/sock", "port": "5499"}).
     values: Mapping[str, str]
     # Settings and facts to record with every run that used it.
@@ -118,6 +125,9 @@ class ServiceHandle:
 
 @dataclass(frozen=True)
 class ServiceContext:
+    """What a service opener is handed: the journal scope for all it starts, the built target, a
+    private directory."""
+
     scope: Scope
     built: Built
     # A private directory (outside the target) for sockets, logs and the like.
@@ -137,6 +147,9 @@ def _whole_spec(spec: Any, params: Params) -> str:
 
 @dataclass(frozen=True)
 class WorkloadKind:
+    """One workload tool as the engine sees it: parse, cases, command, parser, estimate, and the
+    untimed setup, after-steps and service it may need."""
+
     name: str
     summary: str
     parse: Callable[[Reader, str], WorkloadSpec]

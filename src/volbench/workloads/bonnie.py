@@ -96,6 +96,8 @@ _LATENCY_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 @dataclass(frozen=True)
 class BonnieSpec(WorkloadSpec):
+    """A bonnie++ workload as the experiment file gives it: the fields, read and checked."""
+
     # -r: the RAM size bonnie++ assumes; it refuses file sizes below twice this value.
     ram: int = 256 * MIB
     concurrency: int = 1
@@ -136,6 +138,8 @@ FIELDS: tuple[Field[Any], ...] = (*AXES, RAM, CONCURRENCY, USER)
 
 
 def parse(r: Reader, name: str) -> BonnieSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in AXES}
     ram = r.get(RAM)
     if ram % MIB or ram < MIB:
@@ -185,6 +189,8 @@ def _directory(spec: BonnieSpec, built: Built) -> str:
 
 
 def setup_key(spec: BonnieSpec, params: Params) -> str:
+    """Cases with equal keys share one untimed setup per target (one laid-out file, one
+    initialised database)."""
     return f"bonnie-dir-{spec.name}"
 
 
@@ -201,6 +207,8 @@ def setup(spec: BonnieSpec, params: Params, ctx: RunContext) -> list[Invocation]
 
 
 def command(spec: BonnieSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     size = units.parse_size(str(params["size"]))
     argv = [
         "bonnie++",
@@ -240,6 +248,8 @@ def estimate(spec: BonnieSpec, params: Params) -> float:
 
 
 def working_set(spec: BonnieSpec, params: Params) -> int | None:
+    """Bytes a run of these params works on (None when unknown); recorded with each run and
+    named when a run fails for lack of space."""
     return units.parse_size(str(params["size"])) or None
 
 
@@ -336,6 +346,8 @@ def _test_metrics(
 
 
 def cache_note(file_size: int, ram_bytes: int | None) -> str:
+    """A note when the file is below twice the RAM (the page cache then holds much of it); empty
+    otherwise, or when the RAM is unknown."""
     if not ram_bytes or not file_size or file_size >= 2 * ram_bytes:
         return ""
     return (
@@ -390,6 +402,8 @@ def params_of(text: str, source: str = "bonnie++ output") -> dict[str, Scalar]:
 
 
 def parse_output(spec: BonnieSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     return parse_csv(
         run.outputs.get("stdout", ""),
         "bonnie++ stdout",

@@ -48,6 +48,8 @@ _RATE_UNIT = {"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
 
 @dataclass(frozen=True)
 class DdSpec(WorkloadSpec):
+    """A dd workload as the experiment file gives it: the fields, read and checked."""
+
     pass
 
 
@@ -76,6 +78,8 @@ FIELDS: tuple[Axis[Any], ...] = (
 
 
 def parse(r: Reader, name: str) -> DdSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in FIELDS}
     if "fresh" in matrix["file"] and "write" not in matrix["op"]:
         r.problem(
@@ -98,6 +102,7 @@ def cases(spec: DdSpec) -> list[dict[str, Scalar]]:
 
 
 def total_bytes(params: Params) -> int:
+    """Bytes one run moves: block size times count."""
     return units.parse_size(str(params["bs"])) * int(params["count"])
 
 
@@ -138,6 +143,8 @@ def _write_argv(path: str, params: Params, direct: bool, fresh: bool) -> list[st
 
 
 def setup_key(spec: DdSpec, params: Params) -> str:
+    """Cases with equal keys share one untimed setup per target (one laid-out file, one
+    initialised database)."""
     if params.get("file") == "fresh":
         return "dd-nothing"
     return f"dd-layout-{total_bytes(params)}"
@@ -160,6 +167,8 @@ def _timeout(params: Params) -> float:
 
 
 def command(spec: DdSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     path = _data_path(params, ctx.built)
     direct = bool(params["direct"])
     if params["op"] == "write":
@@ -186,10 +195,14 @@ def after(spec: DdSpec, params: Params, ctx: RunContext) -> list[Invocation]:
 
 
 def estimate(spec: DdSpec, params: Params) -> float:
+    """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
+    reads nothing from the machine."""
     return 1.0 + total_bytes(params) / (200 * 1024**2)
 
 
 def working_set(spec: DdSpec, params: Params) -> int | None:
+    """Bytes a run of these params works on (None when unknown); recorded with each run and
+    named when a run fails for lack of space."""
     return total_bytes(params)
 
 
@@ -298,6 +311,8 @@ def params_of(text: str) -> dict[str, Scalar]:
 
 
 def parse_output(spec: DdSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     return parse_text(run.outputs.get("stderr", ""), "dd stderr")
 
 

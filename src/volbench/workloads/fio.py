@@ -44,6 +44,8 @@ LOG_PREFIX = fiologs.LOG_PREFIX
 
 @dataclass(frozen=True)
 class FioSpec(WorkloadSpec):
+    """A fio workload as the experiment file gives it: the fields, read and checked."""
+
     jobfile: Path | None = None
     # Extra fio options passed through verbatim (--key=value), not matrix axes.
     options: Mapping[str, str] = field(default_factory=dict)
@@ -99,6 +101,8 @@ FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
 
 
 def parse(r: Reader, name: str) -> FioSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     options = r.get(OPTIONS)
     options_at = r.at("options")
     if r.has("jobfile"):
@@ -233,6 +237,8 @@ def rate_options(params: Params, offered: float | None, hosts: int) -> list[tupl
 
 
 def setup_key(spec: FioSpec, params: Params) -> str:
+    """Cases with equal keys share one untimed setup per target (one laid-out file, one
+    initialised database)."""
     return f"fio-layout-{params.get('size', 'jobfile')}"
 
 
@@ -260,6 +266,8 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
 
 
 def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     if fioclient.clients(ctx) is not None:
         return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
@@ -309,10 +317,14 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
 
 
 def estimate(spec: FioSpec, params: Params) -> float:
+    """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
+    reads nothing from the machine."""
     return float(params.get("runtime", 60)) + OVERHEAD_S
 
 
 def working_set(spec: FioSpec, params: Params) -> int | None:
+    """Bytes a run of these params works on (None when unknown); recorded with each run and
+    named when a run fails for lack of space."""
     if "size" not in params:
         return None
     return units.parse_size(str(params["size"]))
@@ -459,6 +471,8 @@ def _group_totals(data: Mapping[str, Any], major: int | None) -> list[Metric]:
 
 @shape_checked("fio")
 def parse_json(text: str, source: str = "fio output") -> Parsed:
+    """A Parsed from fio's JSON (the 2.x and 3.x formats of tests/data/fio); JSON without job
+    results is a ParseError."""
     data = load_json(text, source)
     entries = _job_entries(data)
     if not entries:
@@ -493,6 +507,8 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
 
 
 def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     outputs = run.outputs
     if fioclient.MANIFEST in outputs:  # client/server mode: results per host
         return fioclient.parse(outputs, parse_json, parse_logs)

@@ -37,6 +37,8 @@ _UNIT = {"k": 1024.0, "M": float(MIB), "G": float(1024**3)}
 
 @dataclass(frozen=True)
 class HdparmSpec(WorkloadSpec):
+    """An hdparm workload as the experiment file gives it: the fields, read and checked."""
+
     pass
 
 
@@ -49,16 +51,21 @@ FIELDS: tuple[Axis[Any], ...] = (
 
 
 def parse(r: Reader, name: str) -> HdparmSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in FIELDS}
     r.finish()
     return HdparmSpec(name, "hdparm", matrix)
 
 
 def cases(spec: HdparmSpec) -> list[dict[str, Scalar]]:
+    """Every combination of the matrix's values, in the order the user wrote them."""
     return spec.cases()
 
 
 def command(spec: HdparmSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     device = ctx.built.block_device
     if device is None:
         raise VolbenchError(
@@ -74,6 +81,8 @@ def command(spec: HdparmSpec, params: Params, ctx: RunContext) -> Invocation:
 
 
 def estimate(spec: HdparmSpec, params: Params) -> float:
+    """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
+    reads nothing from the machine."""
     return SECONDS_PER_TIMING * (2 if params["cached"] else 1)
 
 
@@ -109,6 +118,8 @@ def params_of(text: str) -> dict[str, Scalar]:
 
 
 def parse_output(spec: HdparmSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     return parse_text(run.outputs.get("stdout", ""), "hdparm stdout")
 
 

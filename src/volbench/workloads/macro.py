@@ -84,6 +84,8 @@ def _workdir(spec: WorkloadSpec, built: Built) -> str:
 
 @dataclass(frozen=True)
 class SmallfilesSpec(WorkloadSpec):
+    """A small-files job as the experiment file gives it: the fields, read and checked."""
+
     seed: int = 1
 
 
@@ -103,6 +105,8 @@ SEED = Integer("seed", 1, minimum=0, help="seed of the generated tree (same seed
 
 
 def parse_smallfiles(r: Reader, name: str) -> SmallfilesSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in SMALLFILES_AXES}
     spec = SmallfilesSpec(name, "smallfiles", matrix, seed=r.get(SEED))
     r.finish()
@@ -110,6 +114,8 @@ def parse_smallfiles(r: Reader, name: str) -> SmallfilesSpec:
 
 
 def smallfiles_command(spec: SmallfilesSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     argv = [
         sys.executable,
         "-m",
@@ -141,6 +147,8 @@ def smallfiles_after(spec: SmallfilesSpec, params: Params, ctx: RunContext) -> l
 
 
 def smallfiles_estimate(spec: SmallfilesSpec, params: Params) -> float:
+    """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
+    reads nothing from the machine."""
     # Seen on 2 cores: 2000 files in ~3 s, mostly git gc.
     return 2.0 + int(params["files"]) * 0.0015
 
@@ -172,6 +180,8 @@ def parse_smallfiles_json(text: str, source: str = RESULTS) -> Parsed:
 
 
 def smallfiles_output(spec: SmallfilesSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     if RESULTS not in run.outputs:
         raise ParseError("smallfiles", "run", "the job wrote no results file")
     return parse_smallfiles_json(run.outputs[RESULTS])
@@ -196,6 +206,8 @@ SMALLFILES = WorkloadKind(
 
 @dataclass(frozen=True)
 class CommandSpec(WorkloadSpec):
+    """A user's command workload as the experiment file gives it: the fields, read and checked."""
+
     command: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
     cleanup: tuple[str, ...] = ()
@@ -242,6 +254,8 @@ class Argv(Field[tuple[str, ...]]):
     what: ClassVar[str] = "command"
 
     def read(self, r: Reader) -> tuple[str, ...]:
+        """The field as an argv list: a list as given, a string split with shlex (no shell
+        either way)."""
         return _argv(r, self.name, self.required)
 
 
@@ -256,6 +270,8 @@ COMMAND_FIELDS: tuple[Field[Any], ...] = (
 
 
 def parse_command(r: Reader, name: str) -> CommandSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     env = r.get(ENV)
     for key in [k for k in env if k.startswith("VOLBENCH_")]:
         # $VOLBENCH_DIR is where the command may work (and a cleanup may delete): it
@@ -296,6 +312,8 @@ def _invocation(
 
 
 def command_setup_key(spec: CommandSpec, params: Params) -> str:
+    """Cases with equal keys share one untimed setup per target (one laid-out file, one
+    initialised database)."""
     return f"command-{spec.name}"
 
 
@@ -311,17 +329,23 @@ def command_setup(spec: CommandSpec, params: Params, ctx: RunContext) -> list[In
 
 
 def command_command(spec: CommandSpec, params: Params, ctx: RunContext) -> Invocation:
+    """The measured run's one process for these params (argv, timeout, the files it writes);
+    nothing starts here: the runner starts it through system/proc.py."""
     _workdir(spec, ctx.built)  # raises for raw devices
     return _invocation(spec, spec.command, ctx)
 
 
 def command_after(spec: CommandSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    """The user's cleanup command after each measured run (untimed, unthrottled), if the spec
+    has one."""
     if not spec.cleanup or ctx.built.path is None:
         return []
     return [_invocation(spec, spec.cleanup, ctx, throttled=False)]
 
 
 def command_output(spec: CommandSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     return Parsed(tuple(times(run.elapsed, run.user_time, run.sys_time, {})))
 
 

@@ -97,10 +97,14 @@ def _facts(ctx: RunContext) -> dict[str, Path]:
 
 
 def setup_key(spec: PgbenchSpec, params: Params) -> str:
+    """Cases with equal keys share one untimed setup per target (one laid-out file, one
+    initialised database)."""
     return f"{service_key(spec, params)}/{database(spec, params)}"
 
 
 def service_key(spec: PgbenchSpec, params: Params) -> str:
+    """Runs with equal keys share one PostgreSQL cluster (and, with clients_from, one set of
+    client hosts)."""
     if spec.clients_from:
         return spec.cluster.key + pgbench_hosts.service_suffix(spec.clients_from, spec.listen)
     return spec.cluster.key
@@ -201,6 +205,8 @@ def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocatio
 
 
 def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation]:
+    """A CHECKPOINT after each measured run when the spec asks for one (untimed), so the next
+    run does not pay for this one's dirty buffers."""
     if not spec.checkpoint:
         return []
     return [Invocation((*_psql(ctx, database(spec, params)), "-c", "CHECKPOINT"),
@@ -210,6 +216,8 @@ def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
 @contextmanager
 def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
                  ) -> Iterator[ServiceHandle]:
+    """Start the cluster (and the client hosts' access) for these runs and yield how to reach
+    it; all it starts is journaled, and stopped when the block ends."""
     if spec.clients_from:
         with pgclients.pgbench_clients(spec.cluster, spec.client_hosts, spec.listen,
                                        ctx) as handle:
@@ -222,6 +230,8 @@ def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
 # -- results ----------------------------------------------------------------------------
 
 def parse_output(spec: PgbenchSpec, params: Params, run: RunOutput) -> Parsed:
+    """The metrics (and series, histograms) of a finished run, from its outputs; output that is
+    not what the tool writes is a ParseError naming the tool."""
     outputs = run.outputs
     if run.exit_code != 0:
         # Only the multi-host driver's results are read after a failure (partial_results).
@@ -258,6 +268,8 @@ def _with_cache(parsed: Parsed, outputs: Mapping[str, str], tag: tuple[str, str]
 
 
 def estimate(spec: PgbenchSpec, params: Params) -> float:
+    """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
+    reads nothing from the machine."""
     if params.get("mode") == "init":
         return 2.0 + INIT_S_PER_SCALE * int(params["scale"])
     if "duration" in params:
@@ -266,6 +278,8 @@ def estimate(spec: PgbenchSpec, params: Params) -> float:
 
 
 def working_set(spec: PgbenchSpec, params: Params) -> int | None:
+    """Bytes a run of these params works on (None when unknown); recorded with each run and
+    named when a run fails for lack of space."""
     return database_bytes(int(params["scale"]))
 
 

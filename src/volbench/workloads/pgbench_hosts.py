@@ -144,6 +144,8 @@ def service_suffix(names: Sequence[str], listen: str | None) -> str:
 
 
 def clients(ctx: RunContext) -> list[dict[str, Any]]:
+    """The client hosts the service set up for this run; none is a ParseError (the service did
+    not start TCP access)."""
     raw = ctx.service.get(CLIENTS)
     if not raw:
         raise ParseError(
@@ -364,6 +366,8 @@ def total_series(runs: Sequence[HostRun]) -> list[Series]:
 
 
 def merge_logs(logs: Sequence[parsing.TxLog]) -> parsing.TxLog:
+    """One transaction log from several hosts' logs: histogram bins added, so percentiles are of
+    all their transactions."""
     bins: dict[float, int] = {}
     for log in logs:
         for value, count in log.bins.items():

@@ -107,6 +107,7 @@ class Report:
     metrics: tuple[Metric, ...]
 
     def has_tps(self) -> bool:
+        """Whether the summary gave a run-wide (untagged) tps."""
         return any(m.name == "tps" and not m.tags for m in self.metrics)
 
 

@@ -47,6 +47,8 @@ _RAM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*RAM\s*$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class PgbenchSpec(WorkloadSpec):
+    """A pgbench workload as the experiment file gives it: the fields, read and checked."""
+
     cluster: postgres.ClusterConfig = postgres.ClusterConfig()
     # pgbench -I steps for every init ("" = pgbench's default, dtgvp).
     init_steps: str = ""
@@ -74,6 +76,7 @@ def scale_for_bytes(size: int) -> int:
 
 
 def database_bytes(scale: int) -> int:
+    """Estimated on-disk bytes of a pgbench database at `scale`."""
     return BASE_BYTES + BYTES_PER_SCALE * scale
 
 
@@ -284,6 +287,8 @@ def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: f
 
 
 def parse(r: Reader, name: str) -> PgbenchSpec:
+    """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
+    the fix (a file's problems are reported together), never a raise."""
     matrix: dict[str, tuple[Scalar, ...]] = {
         f.name: r.get(f) for f in (MODE, SCALE, CLIENTS, THREADS)}
     _length(r, matrix)

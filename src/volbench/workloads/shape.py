@@ -25,6 +25,8 @@ SHAPE_ERRORS = (TypeError, KeyError, IndexError, ValueError, AttributeError, Ove
 
 
 def shape_message(exc: BaseException) -> str:
+    """One line for a parser's unexpected exception: its type and the first 80 characters of its
+    message."""
     text = str(exc)
     text = text if len(text) <= 80 else text[:80] + "…"
     return f"unexpected content ({type(exc).__name__}: {text})"

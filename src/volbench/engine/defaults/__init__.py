@@ -13,6 +13,7 @@ NONROOT_DIR = Path(f"/var/tmp/volbench-{os.getuid()}/default-dir")
 
 
 def default_document() -> dict[str, Any]:
+    """The built-in default experiment (default.yaml, shipped in the package) as a document."""
     text = resources.files("volbench.engine.defaults").joinpath("default.yaml").read_text()
     doc = load_yaml(text)
     assert isinstance(doc, dict)

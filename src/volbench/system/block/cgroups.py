@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -90,20 +89,19 @@ def end_members(path: Path, keep: Path | None = None, timeout: float = EMPTY_TIM
     Read until empty: a member may fork while it is being signalled, and the new child is
     in the cgroup too. SIGTERM first (a server gets to exit cleanly), SIGKILL after GRACE
     seconds. Only PIDs read from our cgroup are signalled, each checked through a pidfd."""
-    started = time.monotonic()
-    while True:
+    def members() -> list[int]:
         spared = set(procfs.cgroup_pids(keep)) if keep is not None else set()
-        pids = [p for p in procfs.cgroup_pids(path) if p != os.getpid() and p not in spared]
-        if not pids:
-            return
-        waited = time.monotonic() - started
-        if waited > timeout:
-            raise OSError(f"processes {', '.join(map(str, pids))} in {path} did not end "
-                          f"within {timeout:g} s")
-        sig = signal.SIGTERM if waited < GRACE else signal.SIGKILL
-        for pid in pids:
+        return [p for p in procfs.cgroup_pids(path) if p != os.getpid() and p not in spared]
+
+    def send(sig: int) -> bool:
+        for pid in members():
             procfs.signal_cgroup_member(pid, sig, HIERARCHY, relative(path))
-        time.sleep(0.05)
+        return True
+
+    if not procfs.escalate(send, lambda: bool(members()), GRACE, timeout - GRACE,
+                           resend=True):
+        raise OSError(f"processes {', '.join(map(str, members()))} in {path} did not end "
+                      f"within {timeout:g} s")
 
 
 def remove(path: Path) -> None:

@@ -1,0 +1,65 @@
+"""Command-line options that several commands share, declared once.
+
+Each helper adds one option (or one related pair) to a parser with the same name, type,
+default and help everywhere, so `run`, `lab run`, `report`, `import` and `plan` cannot drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from volbench.config import fieldrules
+from volbench.store import location
+
+DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
+           "else volbench.db)")
+
+
+def repetitions(text: str) -> int:
+    """--runs N: the same bounds as repeat: in an experiment file."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= n <= fieldrules.MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be 1 to {fieldrules.MAX_REPEAT}, got {n}")
+    return n
+
+
+def db_arg(text: str) -> location.Location:
+    """argparse type of --db and the database arguments: a path or a PostgreSQL URL."""
+    try:
+        return location.parse(text)
+    except location.LocationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_db(cmd: argparse.ArgumentParser) -> None:
+    """--db FILE|URL: the results database, defaulting to $VOLBENCH_DB (read when the
+    parser is made, i.e. per command), else ./volbench.db."""
+    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
+    cmd.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
+
+
+def add_runs(cmd: argparse.ArgumentParser) -> None:
+    """--runs N: repetitions, overriding the file's repeat:."""
+    cmd.add_argument("--runs", type=repetitions, metavar="N",
+                     help="repetitions (overrides repeat:)")
+
+
+def add_resume(cmd: argparse.ArgumentParser) -> None:
+    """--resume and --retry-failed: continue an interrupted experiment."""
+    cmd.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    cmd.add_argument("--retry-failed", action="store_true", help="--resume, and run again "
+                     "the runs that failed or timed out")
+
+
+def add_file(cmd: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """The experiment file argument; optional ones fall back to the built-in experiment."""
+    if required:
+        cmd.add_argument("file", type=Path, help="experiment file with a lab: section")
+    else:
+        cmd.add_argument("file", nargs="?", type=Path,
+                         help="experiment file (default: built-in)")
