@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fakeexec import Capture, Replay
 from support import make_db, make_run
 from volbench.cli.main import main
 from volbench.store.db import Store, database_problem
@@ -88,7 +89,10 @@ def test_a_damaged_row_is_named_and_left_out(db: Path, capsys: pytest.CaptureFix
     assert len(runs) == (2 if table == "runs" else 3)
 
 
-def test_a_full_disk_under_the_database_is_not_called_damage(tmp_path: Path) -> None:
+def test_a_full_disk_under_the_database_is_not_called_damage(tmp_path: Path,
+                                                            replay: Replay) -> None:
+    # The message names the filesystem (findmnt): a captured real answer stands in for it.
+    replay.add(Capture("findmnt", "findmnt/mount-json", ("--json",)))
     text = database_problem(tmp_path / "r.db",
                             sqlite3.OperationalError("database or disk is full"))
     assert text.startswith(f"no space left for the results database r.db in {tmp_path} (")

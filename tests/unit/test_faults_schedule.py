@@ -3,57 +3,21 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+import faultknob
+from faultknob import bound, until_faulted
 from volbench.config.faults import FaultSpec
 from volbench.engine import faultrun
-from volbench.faults.base import Action, Command, undo_now
-from volbench.system import journal, proc
-from volbench.targets.base import Built, TargetSpec
-
-
-def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
-    return [Command(path=str(data["path"]), text="normal")]
-
-
-@journal.undoer("fault-test-knob")
-def _undo(data: Mapping[str, Any]) -> None:
-    undo_now(_undo_commands, data)
+from volbench.system import journal
 
 
 @pytest.fixture
 def knob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A file standing for a kernel knob; the fake action writes 'faulted' into it."""
-    path = tmp_path / "knob"
-    path.write_text("normal")
-    monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
-
-    def make(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
-        return Action(fault.action, "fault-test-knob", {"path": str(path)},
-                      lambda: [Command(path=str(path), text="faulted")], _undo_commands,
-                      facts={"knob": "test"})
-
-    monkeypatch.setattr(faultrun, "make_action", make)
-    return path
-
-
-def until_faulted(knob: Path, within: float = 20.0) -> bool:
-    deadline = time.monotonic() + within
-    while knob.read_text() != "faulted" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return knob.read_text() == "faulted"
-
-
-def bound(*faults: FaultSpec) -> list[faultrun.Bound]:
-    spec = TargetSpec("t", "loopdisk")
-    return [faultrun.Bound(i, f, spec, Built("t", "loopdisk", None)) for i, f in
-            enumerate(faults)]
+    return faultknob.install(tmp_path, monkeypatch)
 
 
 def test_a_fault_with_for_fires_and_ends_on_time(knob: Path) -> None:
@@ -113,42 +77,3 @@ def test_the_journal_entry_is_written_before_the_action_runs(knob: Path, tmp_pat
     removed, errors = journal.cleanup(tmp_path / "state" / "journals")
     assert errors == [] and knob.read_text() == "normal"
     assert any(r.startswith("fault-test-knob") for r in removed)
-
-
-def test_the_schedule_starts_when_the_measured_process_has_a_child(knob: Path) -> None:
-    """Time zero is the first child of the measured process (fio's job process), not
-    the process start: here a process that sleeps 0.5 s before it starts a child."""
-    with journal.opened("test") as jr:
-        run = faultrun.FaultRun(bound(FaultSpec(0.2, "slow", target="t")), jr.scope(),
-                                wait_for_child=True)
-        with run:
-            proc.run([sys.executable, "-c", "import subprocess, time; time.sleep(0.5); "
-                      "subprocess.run(['sleep', '0.6'])"], timeout=10, tracker=run.tap(None))
-    (start, end) = run.events
-    assert 0.5 <= run.waited_s < 10
-    assert start["asked_s"] == 0.2 and start["started_s"] >= 0.2
-    assert end["phase"] == "teardown"
-
-
-def test_a_refused_fault_is_undone_at_once_and_opens_no_phase(
-        knob: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """md refuses to fail a RAID0 member: the event says so, the journal entry is undone
-    at once, and the later restore opens no phase."""
-    def refused(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
-        return Action("fail", "fault-test-knob", {"path": str(knob)},
-                      lambda: [Command(("false",))], _undo_commands)
-
-    monkeypatch.setattr(faultrun, "make_action", refused)
-    knob.write_text("touched")
-    with journal.opened("test") as jr:
-        run = faultrun.FaultRun(bound(FaultSpec(0.0, "fail", device="/dev/x"),
-                                      FaultSpec(0.2, "restore", device="/dev/x")), jr.scope())
-        with run:
-            deadline = time.monotonic() + 20
-            while len(run.events) < 2 and time.monotonic() < deadline:
-                time.sleep(0.02)
-            time.sleep(0.4)
-    assert [(e["action"], e["phase"]) for e in run.events] == [("fail", "fail"),
-                                                              ("restore", "teardown")]
-    assert run.events[0]["error"].startswith("false failed (exit code 1)")
-    assert knob.read_text() == "normal"  # its undo ran

@@ -13,6 +13,9 @@ FOLDERS = ("src", "tests", "scripts", "bench", ".ci")
 # Not places to fetch from: the SVG namespace, the local browser's debug port, and the
 # licence line in dd's captured --version output.
 NOT_DOWNLOADS = {"http://www.w3.org", "http://127.0.0.1", "https://gnu.org"}
+# Database connection strings (postgresql://…, the team store's --db) name a server to talk
+# to, not a place to download from: they are not addresses in this sense.
+DATABASE_SCHEMES = ("postgresql://", "postgres://", "mysql://", "oracle://")
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/:\s\"'<>)]*")
 # Hosts a package download might name without a scheme.
 HOSTS = re.compile(r"\b(deb\.debian\.org|archive\.debian\.org|security\.debian\.org|"
@@ -32,7 +35,8 @@ def project_files() -> list[Path]:
 
 def addresses(text: str) -> set[str]:
     found = {m.group(0) for m in URL.finditer(text)}
-    return {a for a in found if a not in NOT_DOWNLOADS} | set(HOSTS.findall(text))
+    return {a for a in found if a not in NOT_DOWNLOADS and not a.startswith(DATABASE_SCHEMES)
+            } | set(HOSTS.findall(text))
 
 
 def test_no_download_address_in_the_project() -> None:
@@ -55,3 +59,4 @@ def test_the_check_sees_an_address_and_a_bare_host() -> None:
         "http://deb.debian.org", "deb.debian.org"}
     assert addresses("pool at ftp://example.net/pool/x.deb") == {"ftp://example.net"}
     assert addresses("pip install pgserver; xmlns='http://www.w3.org/2000/svg'") == set()
+    assert addresses("--db postgresql://team@db.example/results") == set()

@@ -62,6 +62,7 @@ class Step:
 
     @property
     def fault(self) -> FaultSpec:
+        """The experiment file's fault this step carries out (as validated when read)."""
         return self.bound.fault
 
 

@@ -33,6 +33,7 @@ class Phase:
 
     @property
     def length(self) -> float:
+        """Seconds the phase lasts (never negative: a phase ends at or after its start)."""
         return self.end - self.start
 
 

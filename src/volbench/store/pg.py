@@ -51,9 +51,11 @@ class PgCursor:
         self.lastrowid = lastrowid
 
     def fetchone(self) -> Any:
+        """The next row as a tuple, as sqlite3's cursor gives it, or None at the end."""
         return self._cursor.fetchone()
 
     def fetchall(self) -> list[Any]:
+        """Every remaining row as tuples, as sqlite3's cursor gives them."""
         return self._cursor.fetchall()
 
     def __iter__(self) -> Iterator[Any]:

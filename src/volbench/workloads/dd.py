@@ -212,7 +212,7 @@ def working_set(spec: DdSpec, params: Params) -> int | None:
 def _gap_seconds(points: list[tuple[float, float]], last_s: float, seconds: float,
                  moved: float) -> list[tuple[float, float]]:
     """One point a second from last_s to `seconds` for `moved` bytes. dd prints nothing
-    while a read or write blocks (an outage: tests/data/dd/coreutils-9.1/loop-stall-gap,
+    while a read or write blocks (an outage: tests/data/dd/coreutils-9.1/loop-stall-gap.stderr,
     no line from 4 s to 11 s): the bytes are taken to have moved at the previous rate until
     they ran out, then nothing (zero-rate seconds), which is how a blocked dd moves them;
     the bytes add up either way. Without a previous rate: the gap's average rate."""

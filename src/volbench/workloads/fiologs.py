@@ -102,9 +102,9 @@ def parse_logs(logs: Mapping[str, str]) -> tuple[Series, ...]:
 def fill_gaps(points: Mapping[int, float]) -> tuple[tuple[int, float], ...]:
     """(second, rate) in order, every second from the first to the last: a second without
     a line is a second without completions, so its rate is 0. fio's averaged logs write
-    a line only when I/Os completed in the period (a real outage on a loop disk,
-    tests/data/fio/3.33/loop-stall-gap: no lines for seconds 11-17 and 19-20); taking the
-    next line as covering the gap at its rate would make the stall disappear."""
+    a line only when I/Os completed in the period (a real outage on a loop disk:
+    tests/data/fio/3.33/loop-stall-gap.fio_iops.1.log has no lines for seconds 11-17 and
+    19-20); taking the next line as covering the gap at its rate would make the stall disappear."""
     if not points:
         return ()
     first, last = min(points), max(points)
