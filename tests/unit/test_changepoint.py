@@ -186,3 +186,16 @@ def test_a_wandering_flat_series_is_judged_by_its_own_noise() -> None:
     assert phi > 0.6 and sigma > 2 * statistics.stdev(values)
     assert not shift_significant(values[:20], values[20:])
     assert shift_significant([v * 2 for v in values[:20]], values[20:])
+
+
+def test_a_steep_warm_up_keeps_its_first_slow_seconds() -> None:
+    # Per-second IOPS of a fresh thin volume's first writes in the lab (8 MiB/s disk,
+    # tests/lab/test_thin_first_touch_lab.py, 2026-11-25): its first seconds are under 10 %
+    # of the sustained level, yet they are the warm-up, not stalls (an outage's median is
+    # near zero; this stretch has a level of its own).
+    series = [136.0, 143.0, 167.0, 199.0, 250.0, 288.0, 359.0, 593.0, 837.0, 1444.0, 1780.0,
+              *[2048.0] * 33]
+    found = regimes(series)
+    assert found.kind == "warmup" and found.stalls == ()
+    assert 8.5 <= found.warmup_seconds <= 11.5
+    assert found.sustained_level == pytest.approx(2048, rel=0.01)

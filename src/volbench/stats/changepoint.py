@@ -67,6 +67,9 @@ MAX_POINTS = 600
 # at most MAX_DIP seconds. They are set aside, never a level (a longer slow stretch is one).
 STALL_LEVEL = 0.10
 DIP_LEVEL = 0.50
+# In a long slow stretch, a second below this share of the run's level completed next to
+# nothing: a stall (an outage) whatever the stretch's own level.
+NOTHING_LEVEL = 0.01
 MAX_DIP = 5
 # A second's neighbourhood for the stall levels: this many seconds either side.
 LOCAL = 15
@@ -183,11 +186,26 @@ def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
 
 def _below(values: Sequence[float], local: Sequence[float], start: int,
            end: int) -> list[tuple[int, int]]:
+    """The stalled seconds of a long slow stretch. A stretch whose own median is near
+    zero is an outage (with a trickle of late completions): its seconds under
+    STALL_LEVEL of the run's level are stalls. A stretch with a level of its own is a
+    regime (a warm-up, a degraded phase): only seconds near zero against that level, or
+    next to nothing against the run's, are stalls. Judged against the run's level alone,
+    the first seconds of a steep warm-up (a fresh thin volume in the lab: 136, 143, 167,
+    199 IOPS, then up to 2,048) were stalls and the warm-up was cut short."""
+    own = statistics.median(values[start:end])
+    outage = all(own < STALL_LEVEL * local[k] for k in range(start, end))
+
+    def stalled(k: int) -> bool:
+        if outage:
+            return values[k] < STALL_LEVEL * local[k]
+        return values[k] < max(STALL_LEVEL * own, NOTHING_LEVEL * local[k])
+
     out: list[tuple[int, int]] = []
     i = start
     while i < end:
         j = i
-        while j < end and values[j] < STALL_LEVEL * local[j]:
+        while j < end and stalled(j):
             j += 1
         if j > i:
             out.append((i, j))
