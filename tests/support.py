@@ -154,6 +154,19 @@ def lab_run(tmp_path: Path, experiment: str, tag: str, timeout: float = 600) -> 
     return db
 
 
+def directory_fio_file(tmp_path: Path, options: str = "") -> Path:
+    """An experiment file: one 1 s buffered fio run of 1 MiB on a directory target made in
+    `tmp_path` (`options` is a YAML flow mapping's body added to the workload)."""
+    space = tmp_path / "space"
+    space.mkdir()
+    extra = f", options: {{{options}}}" if options else ""
+    exp = tmp_path / "e.yaml"
+    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
+                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
+                   f" runtime: 1s, direct: false{extra}}}]\nrepeat: 1\n")
+    return exp
+
+
 def make_run(
     target: str,
     values: Mapping[str, float],

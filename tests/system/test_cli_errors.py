@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import DATA, tool
+from support import DATA, directory_fio_file, tool
 from volbench.cli import doctor
 from volbench.cli import main as cli
 from volbench.cli.main import main
@@ -380,12 +380,7 @@ def test_doctor_lists_tools_and_kernel_features(capsys: pytest.CaptureFixture[st
 def test_a_run_with_failed_runs_says_how_to_run_them_again(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tool("fio")
-    space = tmp_path / "space"
-    space.mkdir()
-    exp = tmp_path / "e.yaml"
-    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
-                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
-                   " runtime: 1s, direct: false, options: {rw: no-such-mode}}]\nrepeat: 1\n")
+    exp = directory_fio_file(tmp_path, "rw: no-such-mode")
     db = tmp_path / "r.db"
     assert main(["run", str(exp), "--db", str(db), "--quiet"]) != 0
     assert "1 failed; results in" in capsys.readouterr().out

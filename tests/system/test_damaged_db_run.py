@@ -8,19 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from support import tool
+from support import directory_fio_file, tool
 from volbench.cli.main import main
 
 
 def test_resume_with_a_damaged_experiment_document_names_the_row(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tool("fio")
-    space = tmp_path / "space"
-    space.mkdir()
-    exp = tmp_path / "e.yaml"
-    exp.write_text(f"name: f\nworkdir: {tmp_path / 'work'}\ntargets: [{{name: d, type: "
-                   f"directory, path: {space}}}]\nworkloads: [{{name: w, tool: fio, size: 1M,"
-                   " runtime: 1s, direct: false}]\nrepeat: 1\n")
+    exp = directory_fio_file(tmp_path)
     db = tmp_path / "r.db"
     assert main(["run", str(exp), "--db", str(db), "--quiet"]) == 0
     with sqlite3.connect(db) as con:
