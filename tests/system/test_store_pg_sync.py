@@ -173,3 +173,39 @@ def test_a_server_gone_for_good_is_one_line_saying_resume(pg_server: PgServer,
     text = str(err.value)
     assert "\n" not in text and PASSWORD not in text
     assert "connection to PostgreSQL" in text and "--resume" in text
+
+
+def test_connections_racing_on_a_fresh_database_all_get_the_schema(pg_url: str) -> None:
+    # Eight connections that all find no schema and create it at the same instant: before
+    # the write lock, CREATE SCHEMA IF NOT EXISTS failed some of them on pg_namespace's
+    # unique index (CI's five-writer test hit it once in a full run).
+    import threading
+
+    import psycopg
+
+    from volbench.store import pg
+
+    conns = [psycopg.connect(pg_url, autocommit=True) for _ in range(8)]
+    try:
+        for _ in range(20):
+            conns[0].execute(f"DROP SCHEMA IF EXISTS {pg.SCHEMA} CASCADE")
+            gate = threading.Barrier(len(conns))
+            failures: list[BaseException] = []
+
+            def racer(conn: psycopg.Connection, gate: threading.Barrier = gate,
+                      failures: list[BaseException] = failures) -> None:
+                gate.wait()
+                try:
+                    pg.ensure_schema(conn)
+                except psycopg.Error as exc:
+                    failures.append(exc)
+
+            threads = [threading.Thread(target=racer, args=(c,)) for c in conns]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert failures == []
+    finally:
+        for conn in conns:
+            conn.close()

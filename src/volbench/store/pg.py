@@ -182,15 +182,28 @@ def connect(location: PgLocation) -> PgConnection:
     except psycopg.Error as exc:
         raise StoreError(connect_problem(location, exc)) from None
     try:
-        exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
-                              (SCHEMA,)).fetchone()
-        if not exists:
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        ensure_schema(conn)
         conn.execute(f"SET search_path TO {SCHEMA}")
     except psycopg.Error as exc:
         conn.close()
         raise StoreError(server_problem(location, exc)) from None
     return PgConnection(conn, location)
+
+
+def ensure_schema(conn: Any) -> None:
+    """Create the volbench schema unless it exists (`conn`: an autocommit psycopg
+    connection).
+
+    CREATE SCHEMA IF NOT EXISTS is not safe against itself: connections that all miss
+    the schema race on pg_namespace's unique index and all but one fail (CI's five
+    writers at once hit it). The write lock serialises them; the look-up first keeps
+    the common case (the schema is there) free of the lock."""
+    found = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
+    if conn.execute(found, (SCHEMA,)).fetchone():
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
 
 
 def _first_line(exc: BaseException) -> str:
