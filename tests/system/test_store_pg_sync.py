@@ -176,36 +176,43 @@ def test_a_server_gone_for_good_is_one_line_saying_resume(pg_server: PgServer,
 
 
 def test_connections_racing_on_a_fresh_database_all_get_the_schema(pg_url: str) -> None:
-    # Eight connections that all find no schema and create it at the same instant: before
-    # the write lock, CREATE SCHEMA IF NOT EXISTS failed some of them on pg_namespace's
-    # unique index (CI's five-writer test hit it once in a full run).
+    # Eight connections that all find no schema and create it at the same instant:
+    # CREATE SCHEMA IF NOT EXISTS failed some of them on pg_namespace's unique index (CI's
+    # five-writer test hit it once in a full run). Then eight stores opened at once on an
+    # empty database: the schema and every migration, raced.
     import threading
+    from collections.abc import Callable
 
     import psycopg
 
     from volbench.store import pg
 
+    def race(work: Callable[[int], None]) -> list[BaseException]:
+        gate = threading.Barrier(8)
+        failures: list[BaseException] = []
+
+        def racer(i: int) -> None:
+            gate.wait()
+            try:
+                work(i)
+            except Exception as exc:  # any failure fails the test
+                failures.append(exc)
+
+        threads = [threading.Thread(target=racer, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return failures
+
     conns = [psycopg.connect(pg_url, autocommit=True) for _ in range(8)]
     try:
         for _ in range(20):
             conns[0].execute(f"DROP SCHEMA IF EXISTS {pg.SCHEMA} CASCADE")
-            gate = threading.Barrier(len(conns))
-            failures: list[BaseException] = []
-
-            def racer(conn: psycopg.Connection, gate: threading.Barrier = gate,
-                      failures: list[BaseException] = failures) -> None:
-                gate.wait()
-                try:
-                    pg.ensure_schema(conn)
-                except psycopg.Error as exc:
-                    failures.append(exc)
-
-            threads = [threading.Thread(target=racer, args=(c,)) for c in conns]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            assert failures == []
+            assert race(lambda i: pg.ensure_schema(conns[i])) == []
+        for _ in range(3):
+            conns[0].execute(f"DROP SCHEMA IF EXISTS {pg.SCHEMA} CASCADE")
+            assert race(lambda i: Store(location.parse(pg_url)).close()) == []
     finally:
         for conn in conns:
             conn.close()

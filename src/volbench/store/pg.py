@@ -195,15 +195,20 @@ def ensure_schema(conn: Any) -> None:
     connection).
 
     CREATE SCHEMA IF NOT EXISTS is not safe against itself: connections that all miss
-    the schema race on pg_namespace's unique index and all but one fail (CI's five
-    writers at once hit it). The write lock serialises them; the look-up first keeps
-    the common case (the schema is there) free of the lock."""
+    the schema race on pg_namespace's unique index and all but one fail with a unique
+    violation (CI's five writers at once hit it). An advisory lock does not cure it (the
+    waiter's catalog look-up can still miss the winner's row), so the loser checks that
+    the schema is there now and carries on."""
+    import psycopg
+
     found = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
     if conn.execute(found, (SCHEMA,)).fetchone():
         return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+    try:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
+        if not conn.execute(found, (SCHEMA,)).fetchone():
+            raise
 
 
 def _first_line(exc: BaseException) -> str:
