@@ -75,6 +75,24 @@ def test_a_slowed_loop_disk_shows_its_cap_per_phase(workdir: Path, tmp_path: Pat
     assert not leftovers(workdir)
 
 
+@pytest.mark.slow
+def test_a_fault_that_lasts_to_the_end_is_a_phase_not_a_burst(workdir: Path,
+                                                              tmp_path: Path) -> None:
+    # 5 s at the cap, then 20 % of it to the end: the burst detector alone reads "a 5 s
+    # burst, then a sustained 100 IOPS" and the report would judge the run on the fault.
+    tool("fio")
+    db = tmp_path / "f.db"
+    file = experiment(workdir, "13s", {"at": "5s", "action": "slow", "target": "std",
+                                       "percent": 20})
+    done = subprocess.run(volbench("run", str(file), "--db", str(db), "--quiet"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = metrics(db)
+    assert got[("iops", "slow")] == pytest.approx(CAP * 0.2, rel=0.15)
+    assert not {name for name, _ in got} & {"burst_seconds", "warmup_seconds"}
+    assert not leftovers(workdir)
+
+
 def journal_kinds(state: Path) -> list[str]:
     kinds = []
     for path in (state / "journals").glob("*.jsonl"):

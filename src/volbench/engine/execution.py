@@ -164,8 +164,12 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
                 ctx.host))
-            parsed = with_windows(parsed)  # burst / warm-up windows beside whole-run metrics
-            if faults is not None:
+            if faults is None:
+                parsed = with_windows(parsed)  # burst / warm-up windows beside the run's
+            else:
+                # A faulted run's level changes are its faults' doing: its phases tell
+                # them (below). Burst windows would call the healthy start a "burst" and
+                # judge the run on its faulted "sustained" level.
                 offset = fio_offset(outputs, faults.zero_wall)
                 annotations["faults"]["tool_offset_s"] = round(offset, 3)
                 parsed = phase_metrics(parsed, faults.events, done.elapsed, outputs,
