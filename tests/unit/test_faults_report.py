@@ -7,7 +7,8 @@ from pathlib import Path
 
 from support import load, make_db, make_run
 from volbench.core.model import Metric, Parsed, Series
-from volbench.report import phaseview
+from volbench.report import answer, phaseview
+from volbench.report.charts import all_charts
 from volbench.report.markdown import MarkdownExporter
 from volbench.report.options import ReportOptions
 from volbench.report.timeline import level_text
@@ -64,3 +65,36 @@ def test_the_phase_table_compares_each_phase_with_before(tmp_path: Path) -> None
                            "fail not recovered", "31.4", "0.0", "—"),)
     markdown = report_markdown(report)
     assert "## Faults: each phase of each faulted run" in markdown
+
+
+def _faulted(target: str, rep: int, before: float, fail: float) -> object:
+    events = [{"done_s": 8.8, "phase": "fail", "action": "fail", "error": None}]
+    metrics = (Metric("iops", before, "op/s", {"op": "read", "phase": "before"}),
+               Metric("iops", fail, "op/s", {"op": "read", "phase": "fail"}))
+    run = make_run(target, {"iops": (before + fail) / 2}, rep, started=float(rep),
+                   annotations={"faults": {"events": events}})
+    return replace(run, parsed=Parsed(run.metrics + metrics))
+
+
+def test_the_answer_compares_targets_per_phase_as_shares_of_before(tmp_path: Path) -> None:
+    # r10 keeps 960/1000 and 950/1000 (median 95.5 %); r1 keeps 250/500, 260/500, 240/500.
+    runs = [_faulted("r10", 1, 1000.0, 960.0), _faulted("r10", 2, 1000.0, 950.0),
+            _faulted("r1", 1, 500.0, 250.0), _faulted("r1", 2, 500.0, 260.0),
+            _faulted("r1", 3, 500.0, 240.0)]
+    report = load(make_db(tmp_path / "f.db", runs))  # type: ignore[arg-type]
+    assert phaseview.answer_lines(report, "w") == [
+        "  under fail: r10 keeps 96 % of its IOPS, r1 50 % (median of 5 runs)"]
+    assert phaseview.answer_lines(report, "other") == []
+    assert "  under fail: r10 keeps 96 % of its IOPS, r1 50 % (median of 5 runs)" in \
+        answer.render(report)
+
+
+def test_the_chart_note_names_fault_phases_not_bursts(tmp_path: Path) -> None:
+    series = Series("iops", "op/s", tuple((float(t), 1000.0 if t <= 8 else 500.0)
+                                          for t in range(1, 31)), {"op": "read"})
+    run = _faulted("r1", 1, 1000.0, 500.0)
+    run = replace(run, parsed=Parsed(run.metrics, (series,)))  # type: ignore[attr-defined]
+    report = load(make_db(tmp_path / "c.db", [run]))  # type: ignore[list-item]
+    (chart,) = [c for c in all_charts(report, ReportOptions()) if c.kind == "series"]
+    assert "blue: fault phases (labelled with their level)" in chart.svg
+    assert "burst / warm-up" not in chart.svg

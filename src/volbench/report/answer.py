@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from volbench.core import metricinfo
 from volbench.core.headline import headline
 from volbench.core.units import format_value
-from volbench.report import noise
+from volbench.report import noise, phaseview
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
@@ -233,6 +233,9 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
             continue
         shown[a.workload] = shown.get(a.workload, 0) + 1
         out += case_lines(report, a, width)
+        if shown[a.workload] == 1:  # the faults' phases once per workload (issue 23)
+            out += [line for text in phaseview.answer_lines(report, a.workload)
+                    for line in _fit(text, width)]
     out += [f"({n} more {w} case{'s' if n > 1 else ''}: volbench report --details)"
             for w, n in hidden.items()]
     # A workload without a headline metric (bonnie++'s columns) is still named.

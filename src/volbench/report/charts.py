@@ -217,6 +217,7 @@ def percentile_charts(report: Report, workload: str, limit: int) -> list[Chart]:
 def series_charts(report: Report, workload: str, options: ReportOptions) -> list[Chart]:
     palette = _Palette(report)
     cases: dict[tuple[str, str, str], list[svg.Trace]] = {}
+    kinds: dict[tuple[str, str, str], set[str]] = {}  # which blue windows each chart has
     meta: dict[tuple[str, str, str], tuple[str, str, str]] = {}
     shown: dict[tuple[str, str, str, str], int] = {}
     for index, run in enumerate(report.runs):
@@ -236,13 +237,17 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
             label = case_label(run.params, report.varying_params(workload))
             meta[key] = (label, f"{series.name} {_tags_text(series.tags)}".strip(), series.unit)
             spans = tuple((st.start, st.end) for st in stalls.get((series.name, tags), ()))
+            bursts = _windows(run, series)
+            faults = phaseview.windows(run, series, timeline.level_text)
+            kinds.setdefault(key, set()).update(
+                (["burst"] if bursts else []) + (["fault"] if faults else []))
             cases.setdefault(key, []).append(
                 svg.Trace(
                     f"{run.target} rep {run.repetition} (#{index + 1})",
                     palette.fill(run.target),
                     series.points,
                     spans,
-                    _windows(run, series) + phaseview.windows(run, series, timeline.level_text),
+                    bursts + faults,
                 )
             )
     charts = []
@@ -257,7 +262,7 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
         note = (
             f"one line per run (at most {options.max_series_runs} per target); shaded: "
             "stalls below 10 % of the run's median rate"
-            + ("; blue: burst / warm-up windows" if any(t.windows for t in traces) else "")
+            + _window_words(kinds.get(key, set()))
         )
         charts.append(
             Chart(
@@ -265,10 +270,25 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
                 title,
                 "series",
                 workload,
-                svg.series_chart(title, note, unit, legend, traces),
+                svg.series_chart(title, note, unit, legend, traces,
+                                 _window_label(kinds.get(key, set()))),
             )
         )
     return charts
+
+
+def _window_words(kinds: set[str]) -> str:
+    """The chart note's words for its blue windows: bursts, fault phases, or both."""
+    words = [w for k, w in (("burst", "burst / warm-up windows"),
+                            ("fault", "fault phases (labelled with their level)"))
+             if k in kinds]
+    return f"; blue: {' and '.join(words)}" if words else ""
+
+
+def _window_label(kinds: set[str]) -> str:
+    """The legend entry of the blue windows."""
+    return " / ".join(w for k, w in (("burst", "burst / warm-up"), ("fault", "fault phase"))
+                      if k in kinds) or "burst / warm-up"
 
 
 def _windows(run: RunResult, series: Series) -> tuple[tuple[float, float, str], ...]:

@@ -4,6 +4,7 @@ labelled with the phase's level ("fail: 512 IOPS"), from the events the run reco
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -99,3 +100,41 @@ def phase_table(report: Report) -> Table:
     headers = ("target", "workload", "rep", "op", "IOPS per phase", "longest stall s",
                "recovery", "rebuild s", "I/O errors", "refused")
     return Table("Faults: each phase of each faulted run", headers, tuple(rows))
+
+
+def _shares(run: RunResult) -> dict[str, float]:
+    """Each fault phase's IOPS as a share of the run's `before` level (main op)."""
+    op, _ = _phase_levels(run)
+    levels = {m.tags["phase"]: m.value for m in run.metrics
+              if m.name == "iops" and "phase" in m.tags and m.tags.get("op", "") == op}
+    base = levels.get("before")
+    if not base:
+        return {}
+    return {phase: value / base for phase, value in levels.items()
+            if phase not in PLAIN and value is not None}
+
+
+def answer_lines(report: Report, workload: str) -> list[str]:
+    """The answer block's lines for a workload's faults, one per phase, targets side by
+    side: "  under fail: r10 keeps 96 % of its IOPS, r1 51 % (median of runs)". The
+    share is of each run's own `before` level, so targets of different speeds compare."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for run in report.runs:
+        if run.workload != workload or run.status is not Status.OK or \
+                not run.annotations.get("faults"):
+            continue
+        for phase, share in _shares(run).items():
+            by.setdefault(phase, {}).setdefault(run.target, []).append(share)
+    out = []
+    order = report.target_order()
+    for phase, found in by.items():
+        # Targets in the report's order (the baseline first), as the case lines above.
+        targets = {t: found[t] for t in sorted(found, key=lambda t: (
+            order.index(t) if t in order else len(order), t))}
+        cells = [f"{t} {100 * statistics.median(v):.0f} %" for t, v in targets.items()]
+        first, *_ = targets
+        cells[0] = f"{first} keeps {100 * statistics.median(targets[first]):.0f} % of its IOPS"
+        runs = sum(len(v) for v in targets.values())
+        out.append(f"  under {phase}: {', '.join(cells)} "
+                   f"(median of {runs} run{'s' if runs > 1 else ''})")
+    return out

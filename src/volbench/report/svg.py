@@ -356,9 +356,11 @@ class Trace:
 
 
 def series_chart(
-    title: str, subtitle: str, unit: str, legend: Sequence[tuple[str, str]], traces: Sequence[Trace]
+    title: str, subtitle: str, unit: str, legend: Sequence[tuple[str, str]],
+    traces: Sequence[Trace], windows_label: str = "burst / warm-up",
 ) -> Drawing:
-    """Rate over time, one thin line per run; stalls shaded in red."""
+    """Rate over time, one thin line per run; stalls shaded in red, windows in blue under
+    the legend entry `windows_label` (bursts, fault phases: what the windows are)."""
     c = Canvas(720, 300, title, subtitle)
     width, height, bottom = c.width, c.height, 36
     plot_h = height - TOP - bottom
@@ -378,7 +380,7 @@ def series_chart(
     has_stalls = any(tr.stalls for tr in traces)
     has_windows = any(tr.windows for tr in traces)
     c.legend([*legend, *([("stall", STALL)] if has_stalls else []),
-              *([("burst / warm-up", WINDOW)] if has_windows else [])])
+              *([(windows_label, WINDOW)] if has_windows else [])])
     _y_axis(c, [t * scale.factor for t in ticks], to_y, scale, width - RIGHT)
     for tr in traces:  # burst and warm-up windows, under everything else
         for start, end, text in tr.windows:
