@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import pytest
 
 from volbench.core.model import Parsed, Series
-from volbench.engine.faultphases import fio_offset, io_errors, phase_metrics, rebuild, run_end
+from volbench.engine.faultphases import (
+    fio_offset,
+    fio_runtime,
+    io_errors,
+    phase_metrics,
+    rebuild,
+    run_end,
+)
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
 
@@ -119,6 +127,28 @@ def test_run_end_keeps_a_trailing_stall() -> None:
     s = Series("iops", "op/s", tuple(secs({t: 1.0 for t in range(1, 11)})))
     assert run_end([s], 10.4) == 10.0
     assert run_end([s], 30.2) == 30.0
+
+
+def test_fios_own_runtime_ends_the_run_not_its_exit() -> None:
+    # A loaded lab guest: fio's 21 s job ended at 21.0 s of its clock, the process 4.5 s
+    # later; before, those 4.5 s were a 4 s "stall" in the last phase.
+    iops = Series("iops", "op/s", tuple(secs({t: 200.0 for t in range(1, 22)})), {"op": "read"})
+    out = {"fio.json": json.dumps({"jobs": [{"job_runtime": 21000}, {"job_runtime": 20500}]})}
+    assert fio_runtime(out) == 21.0 and fio_runtime({}) is None
+    events = [{"done_s": 12.0, "phase": "slow", "error": None}]
+    got = {(m.name, m.tags.get("phase")): m.value for m in
+           phase_metrics(Parsed(series=(iops,)), events, 25.5, out).metrics}
+    assert got[("stall_seconds", "slow")] == 0.0
+    assert got[("iops", "slow")] == pytest.approx(200.0)
+    # fio logs no entry for its last part-second: 20 entries for a 21.2 s job (lab).
+    short = Series("iops", "op/s", tuple(secs({t: 100.0 for t in range(1, 21)})), {"op": "read"})
+    assert run_end([short], 26.0, 21.157) == 20.0
+    # An NFS outage to the end: fio's runtime runs on while I/O hangs, the stall is kept.
+    hung = Series("iops", "op/s", tuple(secs({t: 100.0 for t in range(1, 9)})), {"op": "write"})
+    out = {"fio.json": json.dumps({"jobs": [{"job_runtime": 60000}]})}
+    got = {(m.name, m.tags.get("phase")): m.value for m in
+           phase_metrics(Parsed(series=(hung,)), [], 61.0, out).metrics}
+    assert got[("stall_seconds", None)] == 52.0
 
 
 MDSTAT = """Personalities : [raid1]

@@ -42,10 +42,26 @@ def io_errors(outputs: Mapping[str, str]) -> list[Metric]:
     return [Metric("io_errors", float(count), "")]
 
 
-def run_end(series: Sequence[Series], elapsed: float) -> float:
-    """Where the measured time ends, in the series' seconds."""
+def run_end(series: Sequence[Series], elapsed: float, measured: float | None = None) -> float:
+    """Where the measured time ends, in the series' seconds: fio's own job runtime when
+    it says (`measured`: it runs on while I/O hangs, and it leaves out the process's
+    exit, which took 4.5 s in a loaded lab guest and read as a 4 s stall), else the
+    process's end. A quiet tail of up to TAIL_SLACK_S after the last logged second is
+    fio's logging (its last part-second gets no entry: 20 entries for a 21.2 s job);
+    a longer one is a stall at the end of the run (a disk that never came back)."""
+    end = measured if measured is not None and measured > 0 else elapsed
     last = max((t for s in series for t, _ in s.points), default=0.0)
-    return float(int(elapsed)) if elapsed - last > TAIL_SLACK_S else max(last, 1.0)
+    return float(int(end)) if end - last > TAIL_SLACK_S else max(last, 1.0)
+
+
+def fio_runtime(outputs: Mapping[str, str]) -> float | None:
+    """fio's measured seconds (the longest job_runtime), None without fio's JSON."""
+    try:
+        jobs = json.loads(outputs.get("fio.json", "")).get("jobs", [])
+        runtime = max(float(j["job_runtime"]) for j in jobs) / 1000.0
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return runtime if runtime > 0 else None
 
 
 def fio_offset(outputs: Mapping[str, str], started: float) -> float:
@@ -78,7 +94,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     series = [s for s in parsed.series if s.name in (*RATES, "lat")]
     if not any(s.name == "iops" for s in series):  # a job without fio's logs
         return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
-    end = run_end(series, elapsed - offset)
+    end = run_end(series, elapsed - offset, fio_runtime(logs))
     split = phases.split(phases.cuts(events, offset), end)
     out: list[Metric] = []
     for phase in split:

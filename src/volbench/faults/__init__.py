@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import md, nfs, throttle
+from volbench.faults import labdisk, md, nfs, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
@@ -19,7 +19,8 @@ TARGET_TYPES = {
     "fail": ("mdraid",), "restore": ("mdraid",),
     "stop": ("nfs",), "start": ("nfs",),
 }
-# slow/return act on any target with limits: (its disk class's throttle).
+# slow/return act on any target with limits: (its disk class's throttle, a cgroup cap),
+# or on a lab disk named by device: (its class in QEMU, changed through QMP).
 THROTTLED = ("slow", "return")
 # What each action runs, as `volbench plan` and docs/faults.md show it.
 COMMANDS = {
@@ -27,7 +28,8 @@ COMMANDS = {
     "restore": "mdadm --add ARRAY MEMBER (the rebuild starts)",
     "stop": "rpc.nfsd 0",
     "start": f"rpc.nfsd -G {nfs.GRACE_S} THREADS",
-    "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device",
+    "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device (target:); "
+            "QMP block_set_io_throttle DRIVE CAPS*percent/100 (device: a lab disk)",
     "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device",
 }
 
@@ -42,9 +44,12 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return md.fail(fault, built)
     if fault.action == "stop":
         return nfs.stop(fault, built, peers or {})
+    if fault.action == "slow" and labdisk.is_lab_disk(fault.device):
+        return labdisk.slow(fault)
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
 
 
-__all__ = ["COMMANDS", "Action", "FaultError", "make_action", "md", "nfs", "throttle"]
+__all__ = ["COMMANDS", "Action", "FaultError", "labdisk", "make_action", "md", "nfs",
+           "throttle"]

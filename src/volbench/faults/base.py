@@ -32,13 +32,18 @@ class FaultError(VolbenchError):
 
 @dataclass(frozen=True)
 class Command:
-    """One step of an action: a process (argv) or a kernel knob written (path, text)."""
+    """One step of an action: a process (argv), a kernel knob written (path, text), or
+    a request made in this process (`call`, shown as `text`; it returns its output and
+    raises FaultError when refused), e.g. the lab host asked for a QMP command."""
 
     argv: tuple[str, ...] = ()
     path: str = ""
     text: str = ""
+    call: Callable[[], str] | None = None
 
     def shown(self) -> str:
+        if self.call is not None:
+            return self.text
         return proc.command_line(self.argv) if self.argv else f"echo {self.text} > {self.path}"
 
 
@@ -59,7 +64,12 @@ def run_commands(commands: Sequence[Command], check: bool = True) -> list[Done]:
     record is kept (the error names the command and its output)."""
     done: list[Done] = []
     for command in commands:
-        if command.argv:
+        if command.call is not None:
+            try:
+                code, text = 0, command.call()[-MAX_OUTPUT_CHARS:]
+            except FaultError as exc:
+                code, text = 1, str(exc)
+        elif command.argv:
             result = proc.run(command.argv, timeout=COMMAND_TIMEOUT, check=False)
             text = (result.stdout + result.stderr).strip()[-MAX_OUTPUT_CHARS:]
             code = -1 if result.timed_out else result.returncode

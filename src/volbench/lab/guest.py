@@ -51,6 +51,8 @@ GUEST_PRIVATE = (
 GUEST_WORK = Path("/srv/volbench")
 # The host creates this file in OUTDIR/.lab to ask the guest's volbench to stop cleanly.
 STOP = "stop"
+# The folder in OUTDIR/.lab where the guest asks the host for lab-disk faults (QMP).
+CHANNEL = "faults"
 MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP)
 
 _TEMPLATE = """#!/bin/sh
@@ -58,6 +60,7 @@ _TEMPLATE = """#!/bin/sh
 lab={lab}
 cat /proc/uptime > "$lab/booted"
 export LVM_SUPPRESS_FD_WARNINGS=1 VOLBENCH_STATE_DIR=/run/volbench {inside}=1
+export VOLBENCH_LAB_CHANNEL="$lab/{channel}"
 export HOME=/tmp/volbench-home TARGETCLI_HOME=/tmp/volbench-targetcli
 export PATH={bindir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {exports}
@@ -100,6 +103,7 @@ def script(
     return _TEMPLATE.format(
         lab=q(str(lab)),
         inside=INSIDE_LAB,
+        channel=CHANNEL,
         bindir=q(str(bindir)),
         exports=exports,
         work=q(str(GUEST_WORK)),

@@ -29,6 +29,7 @@ from volbench.core.errors import Interrupted
 from volbench.lab import guest
 from volbench.lab.console import Console
 from volbench.lab.errors import LabBootError, LabError, LabTimeout, console_tail
+from volbench.lab.faultbridge import FaultBridge
 from volbench.lab.kernel import Kernel, ensure_kernel
 from volbench.system import journal, proc
 from volbench.system.block.devices import create_image
@@ -85,9 +86,12 @@ def require_vng() -> str:
     return found
 
 
-def qemu_options(spec: LabSpec, images: Sequence[Path]) -> list[str]:
-    """QEMU arguments for the lab disks (plus software-emulation tuning)."""
+def qemu_options(spec: LabSpec, images: Sequence[Path], qmp: Path | None = None) -> list[str]:
+    """QEMU arguments for the lab disks (plus software-emulation tuning), and the QMP
+    socket `qmp` the host's fault bridge changes disk throttles through."""
     opts: list[str] = []
+    if qmp is not None:
+        opts += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     if spec.accel == "tcg":
         # A smaller translation-block cache: the default takes ~1 GiB of host RAM.
         opts += ["-accel", "tcg,tb-size=256"]
@@ -224,18 +228,25 @@ def run_in_vm(
         rundir = make_tree(sc, base / f"vm-{os.getpid()}-{next(_counter)}")
         recipe = Recipe(tracker=sc)
         images = [create_image(sc, recipe, rundir / f"{d.name}.raw", d.size) for d in spec.disks]
-        argv_vng = vng_argv(vng, spec, kernel, outdir, qemu_options(spec, images), f"sh {run_sh}")
-        return _boot_and_wait(
-            spec,
-            argv_vng,
-            sc,
-            rundir,
-            lab,
-            outdir,
-            on_output,
-            timeout or spec.timeout,
-            boot_timeout or spec.boot_timeout,
-        )
+        qmp = rundir / "qmp.sock"
+        argv_vng = vng_argv(vng, spec, kernel, outdir, qemu_options(spec, images, qmp),
+                            f"sh {run_sh}")
+        # Lab-disk faults asked by the guest (faults/labdisk.py), run through QMP.
+        bridge = FaultBridge(spec, lab / guest.CHANNEL, qmp).start()
+        try:
+            return _boot_and_wait(
+                spec,
+                argv_vng,
+                sc,
+                rundir,
+                lab,
+                outdir,
+                on_output,
+                timeout or spec.timeout,
+                boot_timeout or spec.boot_timeout,
+            )
+        finally:
+            bridge.stop()
 
 
 def _boot_and_wait(
