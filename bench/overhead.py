@@ -68,6 +68,7 @@ def main() -> None:
         "repeat": args.repeat})
     db = work / "overhead.db"
     profile = work / "profile.out"
+    launched = time.time()
     wall = volbench("run", str(exp), "--db", str(db), "--quiet",
                     python=("-m", "cProfile", "-o", str(profile)) if args.profile else ())
     with sqlite3.connect(db) as con:
@@ -75,18 +76,35 @@ def main() -> None:
                                    "WHERE status = 'ok'").fetchone()
         first = con.execute("SELECT MIN(started) FROM runs").fetchone()[0]
         spans = con.execute("SELECT target, started, ended FROM runs ORDER BY started").fetchall()
-        created = con.execute("SELECT created FROM experiments").fetchone()[0]
+        created, finished = con.execute("SELECT created, finished FROM experiments").fetchone()
+        last = con.execute("SELECT MAX(ended) FROM runs").fetchone()[0]
     outside = wall - inside
     print(f"{runs} runs of {args.runtime} s: wall {wall:.1f} s, inside fio {inside:.1f} s, "
           f"outside {outside:.1f} s = {outside / wall * 100:.1f} % (target <= 5 %)")
     print(f"of which before the first run (start-up, environment capture, target builds, "
           f"fio layout): {first - created:.1f} s; per run otherwise: "
           f"{(outside - (first - created)) / runs:.2f} s")
+    print(f"outside fio, in order: start-up and import {created - launched:.1f} s, "
+          f"environment, target builds and layouts {first - created:.1f} s, between runs "
+          f"{last - first - inside:.1f} s, teardown {finished - last:.1f} s, report and exit "
+          f"{launched + wall - finished:.1f} s")
     gaps = [b[1] - a[2] for a, b in itertools.pairwise(spans)]
     if gaps:
         print(f"gap between two runs: median "
               f"{statistics.median(gaps) * 1000:.0f}"
               f" ms, max {max(gaps) * 1000:.0f} ms over {len(gaps)} gaps (target <= 50 ms)")
+    # A target's first run is preceded by its untimed layout (fio writes the data file):
+    # the method's cost, not the harness's. The gaps before the others are the harness's.
+    seen = {spans[0][0]} if spans else set()
+    steady = []
+    for a, b in itertools.pairwise(spans):
+        if b[0] in seen:
+            steady.append(b[1] - a[2])
+        seen.add(b[0])
+    if steady:
+        print(f"gap before a run on a target already laid out: median "
+              f"{statistics.median(steady) * 1000:.0f} ms, range {min(steady) * 1000:.0f}-"
+              f"{max(steady) * 1000:.0f} ms over {len(steady)} gaps")
     process_cost()
     print(f"load average at the end (1 min): {os.getloadavg()[0]:.2f}; other engineers share "
           "this 2-core machine")

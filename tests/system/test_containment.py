@@ -67,7 +67,7 @@ def test_every_thread_of_a_child_is_in_the_cgroup_it_joined(
     _, run = contained
     assert proc._join_file(None) == str(run / "tasks")
     script = ("import threading, pathlib, time\n"
-              "t = threading.Thread(target=time.sleep, args=(2,)); t.start()\n"
+              "t = threading.Thread(target=time.sleep, args=(0.5,)); t.start()\n"
               "for d in sorted(pathlib.Path('/proc/self/task').iterdir()):\n"
               "    print(d.name, (d / 'cgroup').read_text().replace('\\n', ' '))\n"
               "t.join()\n")
