@@ -14,12 +14,14 @@ from typing import Any
 import yaml
 
 
-def volbench(*args: str, timeout: float = 3600, ok_codes: tuple[int, ...] = (0,)) -> float:
+def volbench(*args: str, timeout: float = 3600, ok_codes: tuple[int, ...] = (0,),
+             python: tuple[str, ...] = ()) -> float:
     """Run the volbench CLI; returns its wall-clock seconds (fails loudly on an exit code
-    outside `ok_codes`; 3 means some runs failed, the others were stored)."""
+    outside `ok_codes`; 3 means some runs failed, the others were stored). `python` are
+    the interpreter's own arguments (`-m cProfile -o FILE`)."""
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "volbench.cli.main", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run([sys.executable, *python, "-m", "volbench.cli.main", *args],
+                          capture_output=True, text=True, timeout=timeout)
     if done.returncode not in ok_codes:
         raise SystemExit(f"volbench {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return time.monotonic() - start

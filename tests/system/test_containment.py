@@ -60,6 +60,23 @@ def test_children_join_the_run_cgroup_and_a_throttle_cgroup_nests_inside(
     assert scope.close() == [] and not throttle.exists()
 
 
+def test_every_thread_of_a_child_is_in_the_cgroup_it_joined(
+        contained: tuple[journal.Journal, Path]) -> None:
+    # A child joins through `tasks` (its one thread, not the thread group: no global lock);
+    # the threads it starts afterwards must be born inside, like fio's I/O threads.
+    _, run = contained
+    assert proc._join_file(None) == str(run / "tasks")
+    script = ("import threading, pathlib, time\n"
+              "t = threading.Thread(target=time.sleep, args=(0.5,)); t.start()\n"
+              "for d in sorted(pathlib.Path('/proc/self/task').iterdir()):\n"
+              "    print(d.name, (d / 'cgroup').read_text().replace('\\n', ' '))\n"
+              "t.join()\n")
+    done = proc.run([sys.executable, "-c", script], timeout=30)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout
+    assert all(f"blkio:{cgroups.relative(run)} " in line for line in lines), done.stdout
+
+
 def journal_recipe() -> Any:
     from volbench.system.recipe import Recipe
 

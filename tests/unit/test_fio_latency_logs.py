@@ -112,3 +112,22 @@ def test_p99_per_window_is_read_from_that_windows_histograms() -> None:
     assert got["sustained"] == pytest.approx(percentile_from_histogram(sustained, 99) * 1e-9)
     burst = merge_histograms(hists[t] for t in range(1, 7))
     assert got["burst"] == pytest.approx(percentile_from_histogram(burst, 99) * 1e-9)
+
+
+def test_a_flat_run_reads_no_histogram_and_gets_no_window_percentile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Job 1 alone: 1000 IOPS for 14 s, no burst. Reading its histograms would cost 7-14 ms
+    # between two runs for nothing (bench/overhead.py --profile).
+    logs = {k: v for k, v in _logs().items() if k.endswith(".1.log")}
+    series = fio.parse_logs(logs)
+
+    def refuse(_: object) -> None:
+        raise AssertionError("histograms read for a run without windows")
+
+    monkeypatch.setattr(fiologs, "second_histograms", refuse)
+    assert fiologs.window_percentiles(logs, series) == []
+    # The burst run still gets its window percentiles (the histograms are read there).
+    monkeypatch.undo()
+    windows = {m.tags["window"] for m in fiologs.window_percentiles(_logs(),
+                                                                     fio.parse_logs(_logs()))}
+    assert windows == {"burst", "sustained"}

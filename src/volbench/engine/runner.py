@@ -223,10 +223,15 @@ class Session:
         self.resolver = curves.Resolver(curves.sla_lookup(exp.workloads))
 
     def rundir(self, label: str) -> Path:
+        """A run directory path under the work directory that no earlier call returned
+        (numbered in order); not created here."""
         self._runs += 1
         return self.workdir / "runs" / f"{self._runs:05d}-{label}"
 
     def build_group(self, stack: ExitStack, group: Group) -> dict[str, Built]:
+        """Build the group's targets in order, each torn down by `stack`; returns the
+        ones built. A target that fails (or stands on one that failed) is stored as
+        failed with its reason and left out; every target's outcome is stored."""
         built: dict[str, Built] = {}
         for name in group.members:
             spec = self.exp.target(name)
@@ -340,6 +345,9 @@ class Session:
         return self.fingerprints[built.name]
 
     def execute(self, run: PlannedRun, built: Built) -> RunResult:
+        """Run one planned run and commit its result before returning, whatever its status;
+        an interruption is stored as an interrupted run and raised again. The run
+        directory is removed afterwards."""
         self.progress.run_started(run)
         rundir = self.rundir(f"{run.target}-{run.workload}")
         try:
@@ -404,6 +412,8 @@ class Session:
 
     def run_group(self, group: Group, done: set[tuple[str, int, bool]],
                   repetitions: int, adaptive: bool) -> None:
+        """Build the group, run its runs not in `done` (then adaptive rounds, when asked),
+        and tear the group's services and targets down, also on an exception."""
         with ExitStack() as stack:
             self._stack = stack
             built = self.built = self.build_group(stack, group)

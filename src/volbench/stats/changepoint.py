@@ -94,6 +94,7 @@ class Segment:
 
     @property
     def size(self) -> int:
+        """How many samples the segment holds (never negative for a segment found)."""
         return self.end - self.start
 
 
@@ -133,14 +134,17 @@ class Regimes:
 
     @property
     def burst_seconds(self) -> float:
+        """The early window's length in seconds when the run began with a burst, else 0."""
         return self.early_seconds if self.kind == BURST else 0.0
 
     @property
     def warmup_seconds(self) -> float:
+        """The early window's length in seconds when the run began with a warm-up, else 0."""
         return self.early_seconds if self.kind == WARMUP else 0.0
 
     @property
     def burst_level(self) -> float:
+        """The early level when the run began with a burst, else 0 (never None)."""
         return self.early_level if self.kind == BURST and self.early_level is not None else 0.0
 
 

@@ -48,6 +48,10 @@ DEFAULT_MAX_RUNS = 1000
 
 
 class Verdict(enum.StrEnum):
+    """What a comparison concluded: equivalent (the difference's interval lies inside the
+    threshold band), else better or worse (the interval excludes no difference; in the
+    metric's own direction of better), else inconclusive (neither, at the runs there are)."""
+
     BETTER = "better"
     WORSE = "worse"
     EQUIVALENT = "equivalent"

@@ -48,6 +48,7 @@ def offered_rate(step: object, saturation: float) -> float:
 
 
 def probe_index(step: object) -> int | None:
+    """The number of a saturation probe step (`probe<N>`); None for any other step."""
     if isinstance(step, str) and step.startswith(PROBE_PREFIX):
         return int(step[len(PROBE_PREFIX):])
     return None
@@ -95,6 +96,7 @@ def run_latency(run: RunResult, stat: str) -> float | None:
 
 
 def run_rate_name(run: RunResult) -> str:
+    """The name of the rate the run's tool reports: `tps` for pgbench, else `iops`."""
     return "tps" if any(m.name == "tps" for m in run.metrics) else "iops"
 
 

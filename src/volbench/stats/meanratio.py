@@ -29,6 +29,9 @@ from volbench.stats.welch import welch_satterthwaite_df
 
 @dataclass(frozen=True)
 class MeanRatio:
+    """A ratio of two means and its Fieller interval (None when the interval is
+    unbounded: the baseline mean is not clear of 0 at the confidence asked for)."""
+
     ratio: float
     interval: Interval | None  # None: unbounded (the baseline mean is not clear of 0)
 

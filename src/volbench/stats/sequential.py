@@ -51,6 +51,9 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
 class Spending(enum.StrEnum):
+    """The Lan-DeMets alpha-spending function of a sequential design: Pocock spends
+    evenly over the looks, O'Brien-Fleming keeps almost all of alpha for the last."""
+
     POCOCK = "pocock"
     OBRIEN_FLEMING = "obrien-fleming"
 
@@ -205,6 +208,7 @@ class SequentialDesign:
 
     @property
     def looks(self) -> int:
+        """How many looks the design takes (one per round from first to last, at least 1)."""
         return self.last - self.first + 1
 
     def look(self, n: int) -> int:
@@ -213,6 +217,8 @@ class SequentialDesign:
         return min(max(n, self.first), self.last) - self.first + 1
 
     def nominal_alpha(self, n: int, alpha: float) -> float:
+        """The two-sided level to test at with n runs per side, so that the looks together
+        spend no more than `alpha` (equal to `alpha` for a single look)."""
         if self.looks == 1:
             return alpha
         fractions = tuple(m / self.last for m in range(self.first, self.last + 1))

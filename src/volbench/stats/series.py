@@ -102,6 +102,7 @@ class Stall:
 
     @property
     def duration(self) -> float:
+        """The stall's length in seconds (end - start)."""
         return self.end - self.start
 
 

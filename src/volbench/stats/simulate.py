@@ -31,6 +31,8 @@ def lognormal(rng: random.Random, cv: float, scale: float = 1.0) -> Sampler:
 
 @dataclass(frozen=True)
 class Outcome:
+    """One simulated adaptive experiment: the verdict it stopped at and its runs per side."""
+
     verdict: Verdict
     runs: int  # runs per side when the comparison stopped
 
@@ -68,10 +70,12 @@ class Rates:
     mean_runs: float
 
     def share(self, *verdicts: Verdict) -> float:
+        """The fraction of trials (0 to 1) that ended in any of `verdicts`."""
         return sum(self.verdicts[v] for v in verdicts) / self.trials
 
     @property
     def different(self) -> float:
+        """The fraction of trials that declared a difference (better or worse)."""
         return self.share(Verdict.BETTER, Verdict.WORSE)
 
 
@@ -141,6 +145,7 @@ class Promise:
 
     @property
     def rate(self) -> float:
+        """The fraction of promises kept; NaN when no case made a promise."""
         return self.kept / self.cases if self.cases else math.nan
 
 

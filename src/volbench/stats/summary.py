@@ -29,6 +29,7 @@ class Interval:
 
     @property
     def half_width(self) -> float:
+        """Half the interval's width, in the unit of its ends."""
         return (self.high - self.low) / 2.0
 
 

@@ -35,6 +35,9 @@ class ExperimentBusy(VolbenchError):
 
 @dataclass(frozen=True)
 class Owner:
+    """Who holds a claim: enough to tell a live owner from a dead one on this host
+    (boot id, PID and the PID's start time, so a reused PID is not taken for it)."""
+
     host: str
     boot_id: str
     pid: int
@@ -44,6 +47,7 @@ class Owner:
     since: float
 
     def describe(self) -> str:
+        """The owner in words for messages: PID, host and since when (local time)."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
         return f"PID {self.pid} on {self.host}, running it since {when}"
 
@@ -53,6 +57,7 @@ def _boot_id() -> str:
 
 
 def me() -> Owner:
+    """This process as an owner, claimed now."""
     pid = os.getpid()
     return Owner(socket.gethostname(), _boot_id(), pid, procfs.start_ticks(pid) or 0, time.time())
 
@@ -73,6 +78,8 @@ def _owner(db: Connection, experiment_id: int) -> Owner | None:
 
 
 def insert(db: Connection, experiment_id: int, owner: Owner) -> None:
+    """Record `owner` as the experiment's claim, replacing any earlier one; inside the
+    caller's transaction (the caller checks the earlier owner first)."""
     db.execute("INSERT OR REPLACE INTO claims (experiment_id, host, boot_id, pid, pid_start,"
                " since) VALUES (?, ?, ?, ?, ?, ?)",
                (experiment_id, owner.host, owner.boot_id, owner.pid, owner.pid_start,

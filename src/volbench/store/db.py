@@ -111,6 +111,7 @@ class Store:
             "give --db a path on a larger filesystem; the runs stored so far are kept")
 
     def close(self) -> None:
+        """Close the connection; every committed run stays (each is committed as stored)."""
         self.db.close()
 
     @contextmanager
@@ -178,9 +179,12 @@ class Store:
                             take_over=take_over)
 
     def release(self, experiment_id: int) -> None:
+        """Give up this process's claim on the experiment (a second writer may start)."""
         claims.release(self.db, experiment_id)
 
     def set_status(self, experiment_id: int, status: str) -> None:
+        """Record the experiment's status, committed; any status but `running` also
+        stamps the time it finished."""
         with self._writing():
             self.db.execute("UPDATE experiments SET status = ?, finished = ? WHERE id = ?",
                             (status, time.time() if status != "running" else None,
@@ -195,6 +199,8 @@ class Store:
 
     def save_target(self, experiment_id: int, name: str, type_: str, status: str,
                     info: Mapping[str, Any], error: str = "") -> None:
+        """Record (or replace) one target of the experiment: built or failed, what was
+        built (`info`) and why it failed; committed."""
         with self._writing():
             self.db.execute(
                 "INSERT OR REPLACE INTO targets (experiment_id, name, type, status, error, info,"
@@ -301,10 +307,13 @@ class Store:
 
     # -- reading ----------------------------------------------------------------------
     def experiments(self) -> list[ExperimentRow]:
+        """Every experiment in the database, oldest first (damaged rows as noted in
+        `damaged`)."""
         return [_experiment(r, self.damaged, self.path)
                 for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
 
     def experiment(self, experiment_id: int) -> ExperimentRow:
+        """One experiment; a StoreError that says how to list them when it is not there."""
         row = self.db.execute("SELECT * FROM experiments WHERE id = ?",
                               (experiment_id,)).fetchone()
         if row is None:
@@ -313,6 +322,7 @@ class Store:
         return _experiment(row, self.damaged, self.path)
 
     def targets(self, experiment_id: int) -> list[TargetRow]:
+        """The experiment's targets in the order they were recorded, built or failed."""
         rows = self.db.execute(
             "SELECT experiment_id, name, type, status, error, info FROM targets"
             " WHERE experiment_id = ? ORDER BY rowid", (experiment_id,))
@@ -328,6 +338,7 @@ class Store:
                 if (Status(r[3]) is Status.OK if retry_failed else Status(r[3]).finished)}
 
     def count_runs(self, experiment_id: int) -> int:
+        """How many runs of the experiment are stored, whatever their status."""
         return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE experiment_id = ?",
                                    (experiment_id,)).fetchone()[0])
 
@@ -567,6 +578,7 @@ def _experiment(row: tuple[Any, ...], damaged: list[str], path: Location) -> Exp
 
 @contextmanager
 def opened(path: Location, *, create: bool = True) -> Iterator[Store]:
+    """A Store for the block, closed when it ends, also on an exception."""
     store = Store(path, create=create)
     try:
         yield store
