@@ -16,6 +16,7 @@ targets:
   - {{name: n3, type: nfs, on: [r1]}}
   - {{name: slowdisk, type: loopdisk, size: 1G, limits: {{read_iops: 500}}}}
   - {{name: plain, type: loopdisk, size: 1G}}
+  - {{name: i1, type: iscsi, on: [plain]}}
 """
 
 
@@ -62,7 +63,10 @@ def test_the_schedule_orders_starts_and_ends_in_time() -> None:
      "workloads[0].faults[0].device: /dev/disk/by-id/virtio-zz is not a disk any target lists"),
     ("[{at: 5s, action: stop, target: n4, for: 5s}]",
      "workloads[0].faults[0].target: 'n4' is not a target of this experiment (targets are: r1, n3, "
-     "slowdisk, plain)"),
+     "slowdisk, plain, i1)"),
+    ("[{at: 5s, action: cut, target: n3, for: 5s}]",
+     "workloads[0].faults[0].action: 'cut' acts on a target of type iscsi, and target n3 is "
+     "type nfs"),
     ("[{at: 5s, action: stop, target: r1, for: 5s}]",
      "workloads[0].faults[0].action: 'stop' acts on a target of type nfs, and target r1 is "
      "type mdraid"),
@@ -95,6 +99,15 @@ def test_the_schedule_orders_starts_and_ends_in_time() -> None:
 def test_bad_faults_are_refused_naming_the_field(faults: str, expected: str) -> None:
     found = problems(experiment(faults))
     assert any(p.startswith(expected) for p in found), found
+
+
+def test_an_iscsi_path_is_cut_and_restored_by_target() -> None:
+    exp = parse_text(experiment("[{at: 5s, action: cut, target: i1},"
+                                " {at: 12s, action: restore, target: i1}]"))
+    assert [(f.action, f.target) for f in exp.workload("reads").faults] == [
+        ("cut", "i1"), ("restore", "i1")]
+    lines = plan_lines(exp.workloads, exp.targets, lambda n: closure(exp, n))
+    assert "echo 0 > /sys/kernel/config/target/iscsi/IQN/tpgt_1/enable" in lines[0]
 
 
 def test_a_workload_without_faults_has_none() -> None:

@@ -86,3 +86,25 @@ def test_nfs_stop_of_a_server_another_target_of_the_experiment_started() -> None
     second = Built("n42", "nfs", Path("/b"), info={"server": {"server": "already running"}})
     action = nfs.stop(FaultSpec(5, "stop", target="n42"), second, {"n3": first, "n42": second})
     assert action.data == {"threads": 4}
+
+
+def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from volbench.faults import iscsi
+
+    iqn = "iqn.2024-01.org.volbench:vb-i1"
+    monkeypatch.setattr(iscsi, "CONFIGFS", tmp_path)
+    built = Built("i1", "iscsi", None, "/dev/sdb", info={
+        "server": {"server": "lio", "iqn": iqn}, "iqn": iqn, "portal": "127.0.0.1:3260",
+        "session": {"Recovery Timeout": "15"}})
+    action = iscsi.cut(FaultSpec(5, "cut", target="i1"), built)
+    switch = tmp_path / "iscsi" / iqn / "tpgt_1" / "enable"
+    assert action.apply_commands() == [Command(path=str(switch), text="0")]
+    assert action.facts == {"replacement_timeout_s": "15", "portal": "127.0.0.1:3260"}
+    assert action.undo_commands(action.data) == []  # the target is gone: nothing to switch
+    switch.parent.mkdir(parents=True)
+    switch.write_text("0")
+    assert action.undo_commands(action.data) == [Command(path=str(switch), text="1")]
+    tgt = Built("i2", "iscsi", None, "/dev/sdc", info={"server": {"server": "tgt"}, "iqn": iqn})
+    with pytest.raises(FaultError, match="set server: lio"):
+        iscsi.cut(FaultSpec(5, "cut", target="i2"), tgt)

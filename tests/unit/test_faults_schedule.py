@@ -77,3 +77,19 @@ def test_the_journal_entry_is_written_before_the_action_runs(knob: Path, tmp_pat
     removed, errors = journal.cleanup(tmp_path / "state" / "journals")
     assert errors == [] and knob.read_text() == "normal"
     assert any(r.startswith("fault-test-knob") for r in removed)
+
+
+@pytest.mark.parametrize(("start", "end", "phase"), [("cut", "restore", "after"),
+                                                      ("fail", "restore", "restore")])
+def test_the_phase_an_end_opens_depends_on_the_fault_it_ends(knob: Path, start: str, end: str,
+                                                             phase: str) -> None:
+    # 'restore' ends both: after md's fail the rebuild runs (a phase of its own); after an
+    # iSCSI cut the path is simply back.
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(0.1, start, target="t"),
+                                      FaultSpec(0.3, end, target="t")), jr.scope())
+        with run:
+            deadline = time.monotonic() + 20
+            while len(run.events) < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+    assert [e["phase"] for e in run.events[:2]] == [start, phase]

@@ -24,6 +24,7 @@ UNDONE_BY: Mapping[str, str] = {
     "fail": "restore",   # md member: mdadm --fail/--remove, then --add (rebuild)
     "stop": "start",     # NFS server: nfsd threads to 0, then back
     "slow": "return",    # a disk's throttle cut to a fraction of its class
+    "cut": "restore",    # iSCSI: the target's portal group off, then on
 }
 ENDING = {"restore", "start", "return"}
 ACTIONS = (*UNDONE_BY, *sorted(ENDING))

@@ -28,9 +28,10 @@ from volbench.system.journal import Entry, Scope
 from volbench.targets.base import Built, TargetSpec
 from volbench.workloads.base import WorkloadSpec
 
-# The phase an ending action opens: md's restore is a phase of its own (the rebuild runs);
-# a server started again or a disk back at speed is `after`.
-PHASE_OF_ENDING = {"restore": "restore", "start": "after", "return": "after"}
+# The phase a fault's end opens, by the fault it ends: md's restore is a phase of its own
+# (the rebuild runs); the end of any other fault (nfsd back, a disk's caps back, an iSCSI
+# path back) opens `after`.
+PHASE_AFTER = {"fail": "restore"}
 SAMPLE_EVERY_S = 1.0
 JOIN_TIMEOUT_S = 150.0
 # How long the schedule waits for the measured process's first child, and how often
@@ -179,9 +180,9 @@ class FaultRun:
         key = (step.fault.device, step.fault.target)
         asked = step.at
         if step.ends:
-            ending = step.fault.action if step.fault.action in ENDING else \
-                UNDONE_BY[step.fault.action]
-            self._end(key, step, asked, phase=PHASE_OF_ENDING.get(ending, "after"))
+            active = self._active.get(key)
+            started = active.action.name if active is not None else step.fault.action
+            self._end(key, step, asked, phase=PHASE_AFTER.get(started, "after"))
             return
         event = self._event(step, asked, step.fault.action)
         try:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import labdisk, md, nfs, throttle
+from volbench.faults import iscsi, labdisk, md, nfs, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
 # Action -> the target types it acts on (check.py refuses others before the run).
 TARGET_TYPES = {
-    "fail": ("mdraid",), "restore": ("mdraid",),
+    "fail": ("mdraid",), "restore": ("mdraid", "iscsi"), "cut": ("iscsi",),
     "stop": ("nfs",), "start": ("nfs",),
 }
 # slow/return act on any target with limits: (its disk class's throttle, a cgroup cap),
@@ -25,7 +25,9 @@ THROTTLED = ("slow", "return")
 # What each action runs, as `volbench plan` and docs/faults.md show it.
 COMMANDS = {
     "fail": "mdadm --fail ARRAY MEMBER; mdadm --remove ARRAY MEMBER",
-    "restore": "mdadm --add ARRAY MEMBER (the rebuild starts)",
+    "restore": "mdadm --add ARRAY MEMBER (the rebuild starts); iSCSI: echo 1 > "
+               "/sys/kernel/config/target/iscsi/IQN/tpgt_1/enable",
+    "cut": "echo 0 > /sys/kernel/config/target/iscsi/IQN/tpgt_1/enable",
     "stop": "rpc.nfsd 0",
     "start": f"rpc.nfsd -G {nfs.GRACE_S} THREADS",
     "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device (target:); "
@@ -42,6 +44,8 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
     refuse_real_disk(fault, spec)
     if fault.action == "fail":
         return md.fail(fault, built)
+    if fault.action == "cut":
+        return iscsi.cut(fault, built)
     if fault.action == "stop":
         return nfs.stop(fault, built, peers or {})
     if fault.action == "slow" and labdisk.is_lab_disk(fault.device):
@@ -51,5 +55,5 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
 
 
-__all__ = ["COMMANDS", "Action", "FaultError", "labdisk", "make_action", "md", "nfs",
-           "throttle"]
+__all__ = ["COMMANDS", "Action", "FaultError", "iscsi", "labdisk", "make_action", "md",
+           "nfs", "throttle"]

@@ -61,7 +61,7 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
         return [Problem(f"{where}.action", f"'{fault.action}' acts on a target of type "
                         f"{'/'.join(types)}, and {fault.names} is type {spec.type}",
                         f"name a {'/'.join(types)} target or a disk it lists ({field}:)")]
-    if fault.action in ("fail", "restore") and fault.device is None:
+    if fault.action in ("fail", "restore") and spec.type == "mdraid" and fault.device is None:
         return [Problem(f"{where}.target", "a member fault names the member disk",
                         "give device: (one of the disks the md target lists)")]
     disk = next((d for d in listed_disks(spec) if d.path == fault.device), None)

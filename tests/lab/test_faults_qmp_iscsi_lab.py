@@ -1,8 +1,15 @@
-"""Ground truth for a lab disk slowed through QMP (faults/labdisk.py, lab/faultbridge.py):
-`volbench lab run` (CLI end to end) of one 21 s fio run of 4k random reads on a lab disk
-of 100 IOPS, slowed to 25 % (25 IOPS) from 6 s for 6 s. QEMU's throttle is the disk's
+"""Ground truth for a lab disk slowed through QMP (faults/labdisk.py, lab/faultbridge.py)
+and an iSCSI path cut (faults/iscsi.py), one boot: `volbench lab run` (CLI end to end).
+
+- reads: 21 s of fio 4k random reads on a lab disk of 100 IOPS, slowed to 25 % (25 IOPS)
+  from 6 s for 6 s. QEMU's throttle is the disk's
 class, so the phases must show it: ~100 IOPS before, 25 while slow (after QEMU's
-one-second change-over), ~100 after, and no stall.
+  one-second change-over), ~100 after, and no stall.
+- writes: 24 s of fio 4k random writes QD4 on an iSCSI LUN (LIO over a lab disk), its path
+  cut at 6 s for 5 s: less than the 15 s replacement_timeout volbench logs in with, so the
+  initiator queues the writes: no I/O error, no write completes while the path is cut (a
+  stall at least as long), and they complete again after it.
+Each workload runs on both targets; the fault acts on its own target only.
 
 The cap stays low so the emulated guest can deliver it on a loaded host (test_burst_lab.py
 measured 790 of 1000 IOPS at a load average of 15)."""
@@ -18,14 +25,16 @@ from support import lab_run
 from volbench.store.db import Store
 
 EXPERIMENT = """
-name: lab-slow-disk
+name: lab-slow-disk-and-iscsi-cut
 lab:
   disks:
     - {name: s1, size: 512M, class: capped}
+    - {name: i1, size: 512M, class: capped}
   classes:
     capped: {iops: 100}
 targets:
   - {name: plain, type: disk, device: /dev/disk/by-id/virtio-s1, fs: none}
+  - {name: lun, type: iscsi, device: /dev/disk/by-id/virtio-i1, fs: none}
 workloads:
   - name: reads
     tool: fio
@@ -36,17 +45,30 @@ workloads:
     runtime: 21s
     faults:
       - {at: 6s, action: slow, device: /dev/disk/by-id/virtio-s1, for: 6s, percent: 25}
+  - name: writes
+    tool: fio
+    rw: randwrite
+    bs: 4k
+    iodepth: 4
+    size: 64M
+    runtime: 24s
+    faults:
+      - {at: 6s, action: cut, target: lun, for: 5s}
 repeat: 1
 """
 
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_a_lab_disk_slowed_through_qmp_shows_its_cut_per_phase(tmp_path: Path) -> None:
-    db = lab_run(tmp_path, EXPERIMENT, "slowdisk", timeout=900)
+def test_a_slowed_lab_disk_and_a_cut_iscsi_path(tmp_path: Path) -> None:
+    db = lab_run(tmp_path, EXPERIMENT, "qmpiscsi", timeout=1200)
     with Store(db, create=False) as store:
         (row,) = store.experiments()
-        (run,) = store.runs([row.id], series=True)
+        runs = {(r.target, r.workload): r for r in store.runs([row.id], series=True)}
+    assert "faults" not in runs[("lun", "reads")].annotations  # a plain run
+    assert "faults" not in runs[("plain", "writes")].annotations
+    check_iscsi_cut(runs[("lun", "writes")])
+    run = runs[("plain", "reads")]
     got = {(m.name, m.tags.get("phase", "")): m.value for m in run.metrics
            if m.tags.get("op") in (None, "read")}
     print({k: v for k, v in got.items() if k[1]})
@@ -75,3 +97,21 @@ def test_a_lab_disk_slowed_through_qmp_shows_its_cut_per_phase(tmp_path: Path) -
     # fio's exit (4.5 s in one loaded run) is not a stall: the phase ends with fio's job.
     assert got[("stall_seconds", "after")] < 2.0
     assert not {name for name, _ in got} & {"burst_seconds", "warmup_seconds"}
+
+
+def check_iscsi_cut(run) -> None:  # type: ignore[no-untyped-def]
+    got = {(m.name, m.tags.get("phase", "")): m.value for m in run.metrics
+           if m.tags.get("op") in (None, "write")}
+    print({k: v for k, v in got.items() if k[1]})
+    events = run.annotations["faults"]["events"]
+    cut, back = events[0], events[1]
+    assert (cut["action"], cut["phase"], back["action"], back["phase"]) == (
+        "cut", "cut", "restore", "after"), events
+    assert cut["error"] is None and back["error"] is None
+    assert cut["commands"][0]["command"].startswith("echo 0 > /sys/kernel/config/target/iscsi/")
+    assert cut["facts"]["replacement_timeout_s"] == "15"
+    outage = back["done_s"] - cut["done_s"]
+    assert got[("io_errors", "")] == 0.0  # queued within the replacement timeout
+    assert got[("iops", "cut")] == 0.0
+    assert got[("stall_seconds", "")] >= outage - 1.0
+    assert got[("iops", "before")] > 20 and got[("iops", "after")] > 20
