@@ -142,6 +142,11 @@ def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
     return list(seen.values())
 
 
+def data_file(params: Params, built: Built) -> str:
+    """The file (or device) a matrix case's runs on `built` read and write."""
+    return _data_file(params, built)[0]
+
+
 def _data_file(params: Params, built: Built) -> tuple[str, bool]:
     """(fio filename, is_block_device). One file per size, shared by every mode and depth."""
     if built.path is not None:
