@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import FaultError, md, nfs, throttle
+from volbench.faults import FaultError, dm, md, nfs, throttle
 from volbench.faults.base import Command
 from volbench.targets.base import Built
 
@@ -86,3 +86,52 @@ def test_nfs_stop_of_a_server_another_target_of_the_experiment_started() -> None
     second = Built("n42", "nfs", Path("/b"), info={"server": {"server": "already running"}})
     action = nfs.stop(FaultSpec(5, "stop", target="n42"), second, {"n3": first, "n42": second})
     assert action.data == {"threads": 4}
+
+
+# `dmsetup table` of an LVM linear LV on one lab disk (the lab test records it as a fact).
+LINEAR = "0 516096 linear 254:16 2048"
+
+
+def lv_built() -> Built:
+    return Built("lv1", "lvm", None, "/dev/vb_lv1_1/lv", info={
+        "device": "/dev/vb_lv1_1/lv", "layout": "linear"})
+
+
+@pytest.mark.parametrize(("action", "table"), [
+    ("delay", "0 516096 delay 254:16 2048 50"),
+    ("errors", "0 516096 flakey 254:16 2048 0 1")])
+def test_dm_faults_swap_the_lvs_table_for_one_over_the_same_blocks(
+        monkeypatch: pytest.MonkeyPatch, action: str, table: str) -> None:
+    monkeypatch.setattr(dm, "dm_name", lambda device: "vb_lv1_1-lv")
+    monkeypatch.setattr(dm, "table", lambda name: LINEAR)
+    got = dm.start(FaultSpec(5, action, target="lv1", duration=4,
+                             options={"delay_ms": 50} if action == "delay" else {}), lv_built())
+    assert got.apply_commands() == [
+        Command(("modprobe", dm.MODULES[action])),
+        Command(("dmsetup", "suspend", "vb_lv1_1-lv")),
+        Command(("dmsetup", "load", "vb_lv1_1-lv", "--table", table)),
+        Command(("dmsetup", "resume", "vb_lv1_1-lv"))]
+    assert got.data == {"name": "vb_lv1_1-lv", "table": LINEAR}
+    assert got.facts["fault_table"] == table
+
+
+def test_dm_faults_refuse_an_lv_that_is_not_one_linear_stretch() -> None:
+    span = "0 100 linear 254:16 2048\n100 100 linear 254:32 2048"
+    with pytest.raises(FaultError, match="table has 2 line.s. of linear"):
+        dm.faulty_table(span, "delay")
+    with pytest.raises(FaultError, match="1 line.s. of striped"):
+        dm.faulty_table("0 200 striped 2 128 254:16 2048 254:32 2048", "errors")
+
+
+def test_dm_undo_loads_the_own_table_back_and_always_resumes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dm.Path, "exists", lambda self: True)
+    data = {"name": "vb_lv1_1-lv", "table": LINEAR}
+    monkeypatch.setattr(dm, "table", lambda name: "0 516096 delay 254:16 2048 50")
+    assert [c.argv[1] for c in dm._undo_commands(data)] == ["suspend", "load", "resume"]
+    assert dm._undo_commands(data)[1].argv[-1] == LINEAR
+    # The load failed after the suspend: the table is the LV's own, but it must resume.
+    monkeypatch.setattr(dm, "table", lambda name: LINEAR)
+    assert dm._undo_commands(data) == [Command(("dmsetup", "resume", "vb_lv1_1-lv"))]
+    monkeypatch.setattr(dm.Path, "exists", lambda self: False)
+    assert dm._undo_commands(data) == []  # the LV was torn down: nothing left of it

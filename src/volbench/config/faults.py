@@ -24,15 +24,19 @@ UNDONE_BY: Mapping[str, str] = {
     "fail": "restore",   # md member: mdadm --fail/--remove, then --add (rebuild)
     "stop": "start",     # NFS server: nfsd threads to 0, then back
     "slow": "return",    # a disk's throttle cut to a fraction of its class
+    "delay": "heal",     # an LV's dm table through dm-delay (delay_ms added to each I/O)
+    "errors": "heal",    # an LV's dm table through dm-flakey, down: every I/O fails
 }
-ENDING = {"restore", "start", "return"}
+ENDING = {"restore", "start", "return", "heal"}
 ACTIONS = (*UNDONE_BY, *sorted(ENDING))
 # Options an action takes beside at/action/device/target/for.
 OPTIONS: Mapping[str, tuple[str, ...]] = {
     # md's rebuild throttle (KiB/s), from the fail to the end of the run.
     "fail": ("speed_limit_min", "speed_limit_max"),
     "slow": ("percent",),
+    "delay": ("delay_ms",),
 }
+MAXIMA = {"percent": 100, "delay_ms": 60_000}
 MAX_AT_S = 7 * 24 * 3600.0
 
 
@@ -91,8 +95,7 @@ def _one(fr: Reader) -> FaultSpec | None:
     options: dict[str, int] = {}
     for key in OPTIONS.get(action, ()):
         if fr.has(key):
-            options[key] = fr.integer(key, minimum=1, maximum=100 if key == "percent"
-                                      else 10**9)
+            options[key] = fr.integer(key, minimum=1, maximum=MAXIMA.get(key, 10**9))
     fr.finish()
     if action not in ACTIONS or (device is None) == (target is None):
         return None

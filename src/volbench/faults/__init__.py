@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import md, nfs, throttle
+from volbench.faults import dm, md, nfs, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
@@ -18,7 +18,10 @@ from volbench.targets.base import Built, TargetSpec
 TARGET_TYPES = {
     "fail": ("mdraid",), "restore": ("mdraid",),
     "stop": ("nfs",), "start": ("nfs",),
+    "delay": ("lvm",), "errors": ("lvm",), "heal": ("lvm",),
 }
+# dm table faults act on an LV that is one linear stretch of one disk (dm.py).
+DM_TABLE = ("delay", "errors", "heal")
 # slow/return act on any target with limits: (its disk class's throttle).
 THROTTLED = ("slow", "return")
 # What each action runs, as `volbench plan` and docs/faults.md show it.
@@ -29,6 +32,11 @@ COMMANDS = {
     "start": f"rpc.nfsd -G {nfs.GRACE_S} THREADS",
     "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device",
     "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device",
+    "delay": "dmsetup suspend LV; dmsetup load LV --table '0 LEN delay MAJ:MIN OFFSET "
+             "delay_ms'; dmsetup resume LV",
+    "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
+              "dmsetup resume LV",
+    "heal": "dmsetup suspend LV; dmsetup load LV --table 'its own table'; dmsetup resume LV",
 }
 
 
@@ -44,7 +52,10 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return nfs.stop(fault, built, peers or {})
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
+    if fault.action in ("delay", "errors"):
+        return dm.start(fault, built)
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
 
 
-__all__ = ["COMMANDS", "Action", "FaultError", "make_action", "md", "nfs", "throttle"]
+__all__ = ["COMMANDS", "DM_TABLE", "Action", "FaultError", "dm", "make_action", "md", "nfs",
+           "throttle"]
