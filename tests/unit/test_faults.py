@@ -122,6 +122,11 @@ workloads:
      "workloads[0].faults[0].delay_ms:"),
     ("[{at: 5s, action: heal, target: lv1}]",
      "workloads[0].faults[0]: 'heal' of target lv1 at 5 s ends no fault started before it"),
+    ("[{at: 5s, action: exhaust, target: lv1, for: 5s}]",
+     "workloads[0].faults[0].action: 'exhaust' fills the thin pool of a thin volume; target "
+     "lv1 is not one"),
+    ("[{at: 5s, action: exhaust, target: thin, for: 5s, error_if_no_space: 2}]",
+     "workloads[0].faults[0].error_if_no_space:"),
 ])
 def test_dm_faults_need_a_linear_lv_on_one_disk(faults: str, expected: str) -> None:
     found = problems(DM_TARGETS.replace("FAULTS", faults))
@@ -138,3 +143,10 @@ def test_dm_faults_plan_their_dmsetup_commands() -> None:
                                "runs on lv1: dmsetup suspend LV; dmsetup load LV --table")
     assert lines[1].startswith("fault reads at 9 s: heal target lv1: dmsetup suspend LV")
     assert "flakey MAJ:MIN OFFSET 0 1" in lines[2]
+
+
+def test_exhaust_takes_error_if_no_space_0_or_1() -> None:
+    for value in (0, 1):
+        exp = parse_text(DM_TARGETS.replace("FAULTS", "[{at: 5s, action: exhaust, target: thin, "
+                                            f"for: 5s, error_if_no_space: {value}}}]"), "x.yaml")
+        assert exp.workloads[0].faults[0].options == {"error_if_no_space": value}

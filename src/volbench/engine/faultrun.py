@@ -31,7 +31,7 @@ from volbench.workloads.base import WorkloadSpec
 # The phase an ending action opens: md's restore is a phase of its own (the rebuild runs);
 # a server started again or a disk back at speed is `after`.
 PHASE_OF_ENDING = {"restore": "restore", "start": "after", "return": "after",
-                   "heal": "after"}
+                   "heal": "after", "free": "after"}
 SAMPLE_EVERY_S = 1.0
 JOIN_TIMEOUT_S = 150.0
 # How long the schedule waits for the measured process's first child, and how often

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import dm, md, nfs, throttle
+from volbench.faults import dm, md, nfs, thin, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
@@ -19,6 +19,7 @@ TARGET_TYPES = {
     "fail": ("mdraid",), "restore": ("mdraid",),
     "stop": ("nfs",), "start": ("nfs",),
     "delay": ("lvm",), "errors": ("lvm",), "heal": ("lvm",),
+    "exhaust": ("lvm",), "free": ("lvm",),
 }
 # dm table faults act on an LV that is one linear stretch of one disk (dm.py).
 DM_TABLE = ("delay", "errors", "heal")
@@ -37,6 +38,10 @@ COMMANDS = {
     "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
               "dmsetup resume LV",
     "heal": "dmsetup suspend LV; dmsetup load LV --table 'its own table'; dmsetup resume LV",
+    "exhaust": "lvcreate -s VG/lv -n vbsnap; lvcreate -V POOL_SIZE --thinpool VG/pool -n "
+               "vbfill; lvchange --errorwhenfull y VG/pool; fio --name=fill (vbfill until "
+               "the pool is full); lvchange --errorwhenfull y|n VG/pool",
+    "free": "lvremove VG/vbfill VG/vbsnap; lvchange --refresh VG/pool; --errorwhenfull as it was",
 }
 
 
@@ -54,8 +59,10 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return throttle.slow(fault, built, spec.limits.items())
     if fault.action in ("delay", "errors"):
         return dm.start(fault, built)
+    if fault.action == "exhaust":
+        return thin.exhaust(fault, built)
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
 
 
 __all__ = ["COMMANDS", "DM_TABLE", "Action", "FaultError", "dm", "make_action", "md", "nfs",
-           "throttle"]
+           "thin", "throttle"]

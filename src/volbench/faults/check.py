@@ -64,6 +64,10 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
         return [Problem(f"{where}.action", f"'{fault.action}' swaps the dm table of an LV that "
                         f"is one linear stretch of one disk; target {spec.name} is not",
                         "give the lvm target layout: linear and one device")]
+    if fault.action in ("exhaust", "free") and getattr(spec, "layout", "") != "thin":
+        return [Problem(f"{where}.action", f"'{fault.action}' fills the thin pool of a thin "
+                        f"volume; target {spec.name} is not one",
+                        "give the lvm target layout: thin")]
     if fault.action in ("fail", "restore") and fault.device is None:
         return [Problem(f"{where}.target", "a member fault names the member disk",
                         "give device: (one of the disks the md target lists)")]
