@@ -34,6 +34,7 @@ lab:
     - {name: m2, size: 300M, class: slow}
     - {name: n1, size: 1G, class: fast}
     - {name: d1, size: 300M, class: fast}
+    - {name: t1, size: 300M, class: fast}
   classes:
     slow: {iops: 150, bps: 50M}
 targets:
@@ -42,6 +43,7 @@ targets:
   - {name: n3, type: nfs, version: 3, device: /dev/disk/by-id/virtio-n1,
      mount_options: [hard, nolock]}
   - {name: lv1, type: lvm, devices: [/dev/disk/by-id/virtio-d1], fs: none}
+  - {name: t1, type: lvm, layout: thin, devices: [/dev/disk/by-id/virtio-t1], fs: none}
 workloads:
   - name: reads
     tool: fio
@@ -66,6 +68,7 @@ workloads:
     faults:
       - {at: 8s, action: stop, target: n3, for: 15s}
       - {at: 8s, action: errors, target: lv1, for: 5s}
+      - {at: 8s, action: exhaust, target: t1, for: 8s, error_if_no_space: 1}
 repeat: 1
 """
 
@@ -122,6 +125,7 @@ def test_faults_in_the_lab(tmp_path: Path) -> None:
         assert verify["nothing_lost"] is True, verify
         assert verify["expected"] == "nothing lost"
     dm_faults(runs)
+    thin_exhausted(runs)
     print(f"lab faults test: {time.monotonic() - started:.0f} s")
 
 
@@ -150,3 +154,24 @@ def dm_faults(runs) -> None:  # type: ignore[no-untyped-def]
     assert got[("iops", "after")] > 0  # writes go through again once healed
     # Writes that failed were reported to fio; what it was told was written is there.
     assert failing.annotations["faults"]["verify"]["nothing_lost"] is True
+
+
+def thin_exhausted(runs) -> None:  # type: ignore[no-untyped-def]
+    """A full thin pool with error_if_no_space: writes that need a new chunk fail with
+    ENOSPC at once, counted; once freed, writes go on and nothing written is lost."""
+    full = runs[("t1", "writes")]
+    got = values(full)
+    recorded = full.annotations["faults"]
+    events = recorded["events"]
+    print("thin exhaust:", {k: v for k, v in got.items() if k[1]}, events,
+          recorded["samples"][:12])
+    assert [(e["action"], e["phase"], e["error"]) for e in events] == [
+        ("exhaust", "exhaust", None), ("free", "after", None)]
+    assert events[0]["facts"]["when_full"] == "error_if_no_space"
+    pools = [s["thin_pool"] for s in recorded["samples"] if s.get("thin_pool")]
+    assert any(p["free_chunks"] == 0 for p in pools), pools  # the pool was full
+    errors = next(m for m in full.metrics if m.name == "io_errors")
+    assert errors.value is not None and errors.value > 0
+    assert "errno 28" in errors.note  # ENOSPC
+    assert got[("iops", "after")] > 0
+    assert recorded["verify"]["nothing_lost"] is True

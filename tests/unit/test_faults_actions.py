@@ -170,7 +170,7 @@ def test_thin_exhaust_snapshots_then_fills_the_pool_in_error_mode(
                        "vb_t1_1/pool", "-n", "vbfill")
     assert argv[2] == ("lvchange", "--errorwhenfull", "y", "vb_t1_1/pool")
     assert argv[3][:3] == ("fio", "--name=fill", "--filename=/dev/vb_t1_1/vbfill")
-    assert "--bs=65536" in argv[3] and "--continue_on_error=all" in argv[3]
+    assert "--bs=65536" in argv[3] and "--fill_device=1" in argv[3]
     assert argv[4] == ("lvchange", "--errorwhenfull", final, "vb_t1_1/pool")
     assert got.data == {"vg": "vb_t1_1", "errorwhenfull": "n"}  # as the pool was
     assert got.facts["when_full"] == ("error_if_no_space" if final == "y"

@@ -9,8 +9,8 @@ shared and its next write must break the sharing with a chunk of its own.
              lvcreate -q -V POOL_SIZE --thinpool VG/pool -n vbfill
              lvchange --errorwhenfull y VG/pool
              fio --name=fill --filename=/dev/VG/vbfill --rw=write --bs=CHUNK --direct=1
-                 --ioengine=psync --continue_on_error=all   (until every chunk is taken:
-                                                    the rest of the filler fails at once)
+                 --ioengine=psync --fill_device=1   (until ENOSPC: every chunk is taken;
+                                                    fio stops there with exit code 0)
              lvchange --errorwhenfull y|n VG/pool  (error_if_no_space: 1|0, else as it was)
     free:    lvremove -q -f -y VG/vbfill VG/vbsnap; lvchange --refresh VG/pool
              (a pool out of data space goes back to writing when it is resumed; queued
@@ -110,7 +110,7 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
         Command(("lvchange", "--errorwhenfull", "y", pool)),
         Command(("fio", "--name=fill", f"--filename=/dev/{vg}/{FILLER}", "--rw=write",
                  f"--bs={before['chunk_bytes']}", "--direct=1", "--ioengine=psync",
-                 "--continue_on_error=all")),
+                 "--fill_device=1")),
         Command(("lvchange", "--errorwhenfull", final, pool))]
 
     def sample() -> dict[str, Any]:
