@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from support import DATA
+from volbench.core.errors import ParseError
 from volbench.engine.faultverify import expected_loss
 from volbench.faults import md, nfs
-from volbench.workloads import fioverify
+from volbench.workloads import fio, fioverify
 
 FIO = DATA / "fio" / "3.33"
 SIZE = 16 * 1024 * 1024
@@ -89,3 +90,16 @@ def test_the_expected_loss_counts_only_faults_that_took_effect() -> None:
               {"may_lose": "", "error": None}]
     assert expected_loss(events) == ""  # md refused the fail: nothing could be lost
     assert expected_loss([{"may_lose": "soft", "error": None}] * 2) == "soft"
+
+
+def test_a_job_that_went_on_past_its_errors_is_parsed_one_that_stopped_is_not() -> None:
+    """fio writes total_err only with continue_on_error: such a job's errors are counted
+    (a fault's I/O errors), its results kept; a job that stopped on its error fails."""
+    went_on = fio.parse_json((FIO / "verify-damaged.json").read_text())
+    assert any(m.name == "iops" for m in went_on.metrics)
+    with pytest.raises(ParseError, match="reported error 84"):
+        fio.parse_json((FIO / "error-verify-damaged.json").read_text())
+    stopped = captured("error-verify-damaged")
+    # Reads in flight (iodepth 4) still found the second block; 3 MiB were never read.
+    assert stopped.bad == ((5255168, 4096), (9437184, 4096)) and not stopped.nothing_lost
+    assert stopped.exit_code == 1 and stopped.unchecked_bytes == 3 * 1024 * 1024

@@ -3,7 +3,8 @@
 # the data file written with crc32c headers every 4 KiB (layout), random 4k writes that
 # carry headers (the measured job's extra options), a read-back verify that passes,
 # then the same verify after two 4 KiB blocks were damaged (one overwritten with 0xff
-# in the middle, one zeroed: a bad checksum and a bad magic header).
+# in the middle, one zeroed: a bad checksum and a bad magic header), with and without
+# continue_on_error.
 set -u
 OUT=$(cd "$(dirname "$0")" && pwd)
 W=/tmp/f2cap
@@ -29,4 +30,6 @@ with open("d.dat", "r+b") as f:
     f.seek(9 * 1048576); f.write(b"\0" * 4096)
 PY
 run verify-damaged "${VERIFY[@]}"
+# Without continue_on_error the job stops at the first bad block (no total_err in the JSON).
+run error-verify-damaged "${VERIFY[@]:0:10}"
 rm -f d.dat
