@@ -64,7 +64,8 @@ workloads:
     iodepth: 4
     size: 64M
     runtime: 30s
-    options: {continue_on_error: all}
+    # fio goes on past EIO by itself with continue_on_error; ENOSPC it must be told.
+    options: {continue_on_error: all, ignore_error: "EIO,EIO:ENOSPC"}
     faults:
       - {at: 8s, action: stop, target: n3, for: 15s}
       - {at: 8s, action: errors, target: lv1, for: 5s}
