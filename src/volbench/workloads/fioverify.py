@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from volbench.core import units
@@ -41,6 +40,8 @@ _BAD = re.compile(r"^(?:\w+: verify failed|verify: bad [^\n]*?) at file (?P<file
                   r"offset (?P<offset>\d+), length (?P<length>\d+)", re.MULTILINE)
 WRITING = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 OUTPUT = "verify.json"
+# fio's error for a verify failure (EILSEQ): the blocks are counted from its lines.
+EILSEQ = 84
 LAYOUT_OUTPUT = "verify-layout.json"
 
 
@@ -157,10 +158,6 @@ def parse(json_text: str, console: str, expected_bytes: int, exit_code: int) -> 
     return Verified(bad, checked, expected_bytes, error, exit_code)
 
 
-# fio's error for a verify failure (EILSEQ): the blocks are counted from its lines.
-EILSEQ = 84
-
-
 def metrics(found: Verified, expected_loss: str) -> list[Metric]:
     """`verify_errors` (bad blocks; None when bytes could not be read), `verify_checked_bytes`;
     the note says the verdict and whether a loss was expected."""
@@ -174,8 +171,3 @@ def metrics(found: Verified, expected_loss: str) -> list[Metric]:
 def expected_bytes(params: Params) -> int:
     """The bytes the verify pass reads (the case's size)."""
     return units.parse_size(str(params["size"]))
-
-
-def outputs_of(outputs: Mapping[str, str]) -> tuple[str, str]:
-    """(JSON, console) of the verify job from what the engine collected."""
-    return outputs.get(OUTPUT, ""), outputs.get("stdout", "") + outputs.get("stderr", "")
