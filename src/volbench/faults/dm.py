@@ -68,9 +68,11 @@ def faulty_table(own: str, action: str, delay_ms: int = DEFAULT_DELAY_MS) -> str
 
 
 def _swap(name: str, new: str) -> list[Command]:
-    return [Command(("dmsetup", "suspend", name)),
+    # --noudevsync: the node exists already, and waiting for udev's acknowledgement made
+    # the three steps take 6-12 s in the loaded lab VM (the fault came that much late).
+    return [Command(("dmsetup", "suspend", "--noudevsync", name)),
             Command(("dmsetup", "load", name, "--table", new)),
-            Command(("dmsetup", "resume", name))]
+            Command(("dmsetup", "resume", "--noudevsync", name))]
 
 
 def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
@@ -83,7 +85,7 @@ def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
     except VolbenchError:
         now = ""
     if now == own:
-        return [Command(("dmsetup", "resume", name))]
+        return [Command(("dmsetup", "resume", "--noudevsync", name))]
     return _swap(name, own)
 
 

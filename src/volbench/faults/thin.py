@@ -7,11 +7,13 @@ shared and its next write must break the sharing with a chunk of its own.
 
     exhaust: lvcreate -q -s VG/lv -n vbsnap                (every chunk shared)
              lvcreate -q -V POOL_SIZE --thinpool VG/pool -n vbfill
-             lvchange --errorwhenfull y VG/pool
+             lvchange --errorwhenfull y VG/pool    (unless it is already)
              fio --name=fill --filename=/dev/VG/vbfill --rw=write --bs=CHUNK --direct=1
-                 --ioengine=psync --fill_device=1   (until ENOSPC: every chunk is taken;
-                                                    fio stops there with exit code 0)
-             lvchange --errorwhenfull y|n VG/pool  (error_if_no_space: 1|0, else as it was)
+                 --ioengine=libaio --iodepth=8 --fill_device=1
+                                   (until ENOSPC: every chunk is taken; fio stops there
+                                    with exit code 0)
+             lvchange --errorwhenfull n VG/pool    (error_if_no_space: 0, or the pool
+                                                    queued before and nothing is asked)
     free:    lvremove -q -f -y VG/vbfill VG/vbsnap; lvchange --refresh VG/pool
              (a pool out of data space goes back to writing when it is resumed; queued
               writes go on), and --errorwhenfull as it was
@@ -68,17 +70,23 @@ def _status(name: str) -> dict[str, Any]:
     return pool_status(status, proc.run(("dmsetup", "table", name), timeout=TIMEOUT).stdout)
 
 
+def _mode_command(pool: str, now: str, wanted: str) -> list[Command]:
+    """lvchange --errorwhenfull, only when it changes something (LVM refuses a value the
+    pool has already: 'Error when full is already set', exit code 5)."""
+    return [] if now == wanted else [Command(("lvchange", "--errorwhenfull", wanted, pool))]
+
+
 def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
     """The filler and the snapshot removed, the pool refreshed, its full mode back."""
-    vg = str(data["vg"])
+    vg, pool = str(data["vg"]), f"{data['vg']}/pool"
     gone = [f"{vg}/{lv}" for lv in (FILLER, SNAPSHOT) if lvmops.lv_exists(vg, lv)]
-    if not gone:
-        return []
     out = [Command(("lvremove", "-q", "-f", "-y", *gone)),
-           Command(("lvchange", "--refresh", f"{vg}/pool"))]
-    out.append(Command(("lvchange", "--errorwhenfull", str(data["errorwhenfull"]),
-                        f"{vg}/pool")))
-    return out
+           Command(("lvchange", "--refresh", pool))] if gone else []
+    try:
+        now = "y" if _status(str(data["pool"]))["when_full"] == "error_if_no_space" else "n"
+    except (VolbenchError, KeyError):
+        return out  # the pool is gone (torn down): nothing of the fault is left
+    return out + _mode_command(pool, now, str(data["errorwhenfull"]))
 
 
 @undoer("fault-thin-exhaust")
@@ -107,11 +115,11 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
     commands = [
         Command(("lvcreate", "-q", "-s", f"{vg}/{lv}", "-n", SNAPSHOT)),
         Command(("lvcreate", "-q", "-V", f"{size}b", "--thinpool", pool, "-n", FILLER)),
-        Command(("lvchange", "--errorwhenfull", "y", pool)),
+        *_mode_command(pool, was, "y"),
         Command(("fio", "--name=fill", f"--filename=/dev/{vg}/{FILLER}", "--rw=write",
-                 f"--bs={before['chunk_bytes']}", "--direct=1", "--ioengine=psync",
-                 "--fill_device=1")),
-        Command(("lvchange", "--errorwhenfull", final, pool))]
+                 f"--bs={before['chunk_bytes']}", "--direct=1", "--ioengine=libaio",
+                 "--iodepth=8", "--fill_device=1")),
+        *_mode_command(pool, "y", final)]
 
     def sample() -> dict[str, Any]:
         try:
@@ -119,7 +127,8 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
         except VolbenchError:
             return {"thin_pool": None}
 
-    return Action("exhaust", "fault-thin-exhaust", {"vg": vg, "errorwhenfull": was},
+    return Action("exhaust", "fault-thin-exhaust", {"vg": vg, "pool": name,
+                                                    "errorwhenfull": was},
                   lambda: list(commands), _undo_commands,
                   facts={"pool": before, "when_full": "error_if_no_space" if final == "y"
                          else "queue_if_no_space"}, sample=sample)
