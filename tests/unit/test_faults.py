@@ -113,3 +113,53 @@ def test_an_iscsi_path_is_cut_and_restored_by_target() -> None:
 def test_a_workload_without_faults_has_none() -> None:
     exp = parse_text(experiment("[]").replace("faults: []", ""))
     assert exp.workload("reads").faults == ()
+
+
+DM_TARGETS = """
+targets:
+  - {name: lv1, type: lvm, disks: 1, size: 1G}
+  - {name: span, type: lvm, disks: 2, size: 1G}
+  - {name: thin, type: lvm, layout: thin, disks: 1, size: 1G}
+workloads:
+  - {name: reads, tool: fio, rw: randread, runtime: 30s, faults: FAULTS}
+"""
+
+
+@pytest.mark.parametrize(("faults", "expected"), [
+    ("[{at: 5s, action: delay, target: span, for: 5s}]",
+     "workloads[0].faults[0].action: 'delay' swaps the dm table of an LV that is one linear "
+     "stretch of one disk; target span is not"),
+    ("[{at: 5s, action: errors, target: thin, for: 5s}]",
+     "workloads[0].faults[0].action: 'errors' swaps the dm table"),
+    ("[{at: 5s, action: delay, target: lv1, delay_ms: 0}]",
+     "workloads[0].faults[0].delay_ms:"),
+    ("[{at: 5s, action: heal, target: lv1}]",
+     "workloads[0].faults[0]: 'heal' of target lv1 at 5 s ends no fault started before it"),
+    ("[{at: 5s, action: exhaust, target: lv1, for: 5s}]",
+     "workloads[0].faults[0].action: 'exhaust' fills the thin pool of a thin volume; target "
+     "lv1 is not one"),
+    ("[{at: 5s, action: exhaust, target: thin, for: 5s, error_if_no_space: 2}]",
+     "workloads[0].faults[0].error_if_no_space:"),
+])
+def test_dm_faults_need_a_linear_lv_on_one_disk(faults: str, expected: str) -> None:
+    found = problems(DM_TARGETS.replace("FAULTS", faults))
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_dm_faults_plan_their_dmsetup_commands() -> None:
+    exp = parse_text(DM_TARGETS.replace("FAULTS", "[{at: 5s, action: delay, target: lv1, "
+                                        "for: 4s, delay_ms: 50}, {at: 12s, action: errors, "
+                                        "target: lv1}, {at: 15s, action: heal, target: lv1}]"),
+                     "exp.yaml")
+    lines = plan_lines(exp.workloads, exp.targets, lambda name: closure(exp, name))
+    assert lines[0].startswith("fault reads at 5 s: delay target lv1 for 4 s, delay_ms 50 -> "
+                               "runs on lv1: dmsetup suspend LV; dmsetup load LV --table")
+    assert lines[1].startswith("fault reads at 9 s: heal target lv1: dmsetup suspend LV")
+    assert "flakey MAJ:MIN OFFSET 0 1" in lines[2]
+
+
+def test_exhaust_takes_error_if_no_space_0_or_1() -> None:
+    for value in (0, 1):
+        exp = parse_text(DM_TARGETS.replace("FAULTS", "[{at: 5s, action: exhaust, target: thin, "
+                                            f"for: 5s, error_if_no_space: {value}}}]"), "x.yaml")
+        assert exp.workloads[0].faults[0].options == {"error_if_no_space": value}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import FaultError, md, nfs, throttle
+from volbench.faults import FaultError, dm, md, nfs, thin, throttle
 from volbench.faults.base import Command
 from volbench.targets.base import Built
 
@@ -108,3 +108,115 @@ def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
     tgt = Built("i2", "iscsi", None, "/dev/sdc", info={"server": {"server": "tgt"}, "iqn": iqn})
     with pytest.raises(FaultError, match="set server: lio"):
         iscsi.cut(FaultSpec(5, "cut", target="i2"), tgt)
+
+
+# `dmsetup table` of an LVM linear LV on one lab disk (the lab test records it as a fact).
+LINEAR = "0 516096 linear 254:16 2048"
+
+
+def lv_built() -> Built:
+    return Built("lv1", "lvm", None, "/dev/vb_lv1_1/lv", info={
+        "device": "/dev/vb_lv1_1/lv", "layout": "linear"})
+
+
+@pytest.mark.parametrize(("action", "table"), [
+    ("delay", "0 516096 delay 254:16 2048 50"),
+    ("errors", "0 516096 flakey 254:16 2048 0 1")])
+def test_dm_faults_swap_the_lvs_table_for_one_over_the_same_blocks(
+        monkeypatch: pytest.MonkeyPatch, action: str, table: str) -> None:
+    monkeypatch.setattr(dm, "dm_name", lambda device: "vb_lv1_1-lv")
+    monkeypatch.setattr(dm, "table", lambda name: LINEAR)
+    got = dm.start(FaultSpec(5, action, target="lv1", duration=4,
+                             options={"delay_ms": 50} if action == "delay" else {}), lv_built())
+    assert got.apply_commands() == [
+        Command(("modprobe", dm.MODULES[action])),
+        Command(("dmsetup", "suspend", "--noudevsync", "vb_lv1_1-lv")),
+        Command(("dmsetup", "load", "vb_lv1_1-lv", "--table", table)),
+        Command(("dmsetup", "resume", "--noudevsync", "vb_lv1_1-lv"))]
+    assert got.data == {"name": "vb_lv1_1-lv", "table": LINEAR}
+    assert got.facts["fault_table"] == table
+
+
+def test_dm_faults_refuse_an_lv_that_is_not_one_linear_stretch() -> None:
+    span = "0 100 linear 254:16 2048\n100 100 linear 254:32 2048"
+    with pytest.raises(FaultError, match=r"table has 2 line\(s\) of linear"):
+        dm.faulty_table(span, "delay")
+    with pytest.raises(FaultError, match=r"1 line\(s\) of striped"):
+        dm.faulty_table("0 200 striped 2 128 254:16 2048 254:32 2048", "errors")
+
+
+def test_dm_undo_loads_the_own_table_back_and_always_resumes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dm.Path, "exists", lambda self: True)
+    data = {"name": "vb_lv1_1-lv", "table": LINEAR}
+    monkeypatch.setattr(dm, "table", lambda name: "0 516096 delay 254:16 2048 50")
+    assert [c.argv[1] for c in dm._undo_commands(data)] == ["suspend", "load", "resume"]
+    assert dm._undo_commands(data)[1].argv[-1] == LINEAR
+    # The load failed after the suspend: the table is the LV's own, but it must resume.
+    monkeypatch.setattr(dm, "table", lambda name: LINEAR)
+    assert dm._undo_commands(data) == [Command(("dmsetup", "resume", "--noudevsync",
+                                                "vb_lv1_1-lv"))]
+    monkeypatch.setattr(dm.Path, "exists", lambda self: False)
+    assert dm._undo_commands(data) == []  # the LV was torn down: nothing left of it
+
+
+# A thin pool's `dmsetup status` / `dmsetup table` (the kernel's thin-provisioning.rst
+# format): 1024 of 4800 64k chunks used, queueing when full.
+POOL_STATUS = ("0 614400 thin-pool 1 11/4096 1024/4800 - rw discard_passdown "
+               "queue_if_no_space - 1024")
+POOL_TABLE = "0 614400 thin-pool 254:1 254:2 128 0 0"
+
+
+def test_thin_pool_status_gives_free_chunks_and_the_full_mode() -> None:
+    assert thin.pool_status(POOL_STATUS, POOL_TABLE) == {
+        "free_chunks": 3776, "chunks": 4800, "chunk_bytes": 65536, "mode": "rw",
+        "when_full": "queue_if_no_space"}
+    full = POOL_STATUS.replace("1024/4800 - rw", "4800/4800 - out_of_data_space").replace(
+        "queue_if", "error_if")
+    assert thin.pool_status(full, POOL_TABLE)["mode"] == "out_of_data_space"
+    with pytest.raises(FaultError, match="not a thin-pool status"):
+        thin.pool_status("0 614400 linear", POOL_TABLE)
+
+
+@pytest.mark.parametrize(("asked", "final"), [(1, "y"), (0, "n"), (None, "n")])
+def test_thin_exhaust_snapshots_then_fills_the_pool_in_error_mode(
+        monkeypatch: pytest.MonkeyPatch, asked: int | None, final: str) -> None:
+    monkeypatch.setattr(thin, "_pool_name", lambda vg: "vb_t1_1-pool-tpool")
+    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(POOL_STATUS, POOL_TABLE))
+    built = Built("t1", "lvm", None, "/dev/vb_t1_1/lv",
+                  info={"vg": "vb_t1_1", "lv": "lv", "layout": "thin"})
+    got = thin.exhaust(FaultSpec(8, "exhaust", target="t1", duration=6, options={} if asked
+                                 is None else {"error_if_no_space": asked}), built)
+    argv = [c.argv for c in got.apply_commands()]
+    assert argv[0] == ("lvcreate", "-q", "-s", "vb_t1_1/lv", "-n", "vbsnap")
+    assert argv[1] == ("lvcreate", "-q", "-V", f"{4800 * 65536}b", "--thinpool",
+                       "vb_t1_1/pool", "-n", "vbfill")
+    assert argv[2] == ("lvchange", "--errorwhenfull", "y", "vb_t1_1/pool")  # the pool queued
+    assert argv[3][:3] == ("fio", "--name=fill", "--filename=/dev/vb_t1_1/vbfill")
+    assert "--bs=65536" in argv[3] and "--fill_device=1" in argv[3]
+    # LVM refuses to set the mode the pool has already (seen in the lab: exit code 5).
+    assert argv[4:] == ([] if final == "y" else
+                        [("lvchange", "--errorwhenfull", "n", "vb_t1_1/pool")])
+    assert got.data == {"vg": "vb_t1_1", "pool": "vb_t1_1-pool-tpool", "errorwhenfull": "n"}
+    assert got.facts["when_full"] == ("error_if_no_space" if final == "y"
+                                      else "queue_if_no_space")
+
+
+def test_thin_free_removes_the_filler_and_snapshot_and_puts_the_mode_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = {"vg": "vg1", "pool": "vg1-pool-tpool", "errorwhenfull": "n"}
+    erroring = POOL_STATUS.replace("queue_if", "error_if")
+    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(erroring, POOL_TABLE))
+    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: True)
+    assert [c.argv for c in thin._undo_commands(data)] == [
+        ("lvremove", "-q", "-f", "-y", "vg1/vbfill", "vg1/vbsnap"),
+        ("lvchange", "--refresh", "vg1/pool"),
+        ("lvchange", "--errorwhenfull", "n", "vg1/pool")]
+    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: False)
+    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(POOL_STATUS, POOL_TABLE))
+    assert thin._undo_commands(data) == []  # done already: the mode is as it was
+
+
+def test_thin_exhaust_refuses_a_target_that_is_not_a_thin_volume() -> None:
+    with pytest.raises(FaultError, match="not a thin volume"):
+        thin.exhaust(FaultSpec(8, "exhaust", target="lv1"), lv_built())

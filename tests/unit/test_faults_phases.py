@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -226,3 +227,10 @@ def test_io_errors_from_fios_json() -> None:
     stopped = '{"jobs": [{"error": 5}, {"error": 0}]}'
     assert [m.value for m in io_errors({"fio.json": stopped})] == [1.0]
     assert io_errors({}) == []
+    # The note names the first error (fio's first_error): ENOSPC from a full thin pool.
+    real = (Path(__file__).parents[1] / "data" / "fio" / "3.33" / "verify-damaged.json")
+    (errors,) = io_errors({"fio.json": real.read_text()})
+    assert errors.note == f"first error: errno 84 ({os.strerror(84)})"
+    nospace = '{"jobs": [{"error": 0, "total_err": 9, "first_error": 28}]}'
+    assert io_errors({"fio.json": nospace})[0].note == (
+        "first error: errno 28 (No space left on device)")

@@ -62,7 +62,7 @@ def test_the_phase_table_compares_each_phase_with_before(tmp_path: Path) -> None
     table = phaseview.phase_table(report)
     assert table.rows == (("r1", "w", "1", "read",
                            "before 1000, fail 500 (50 %), restore 700 (70 %)", "0.0",
-                           "fail not recovered", "31.4", "0.0", "—"),)
+                           "fail not recovered", "31.4", "0.0", "—", "—"),)
     markdown = report_markdown(report)
     assert "## Faults: each phase of each faulted run" in markdown
 
@@ -98,3 +98,17 @@ def test_the_chart_note_names_fault_phases_not_bursts(tmp_path: Path) -> None:
     (chart,) = [c for c in all_charts(report, ReportOptions()) if c.kind == "series"]
     assert "blue: fault phases (labelled with their level)" in chart.svg
     assert "burst / warm-up" not in chart.svg
+
+
+def test_the_verify_verdict_says_whether_a_loss_was_expected() -> None:
+    ok = {"verdict": "nothing lost (16 MiB checked)", "nothing_lost": True,
+          "expected": "nothing lost"}
+    assert phaseview.verify_words(ok) == "nothing lost (16 MiB checked)"
+    lost = {"verdict": "2 blocks (8 KiB) lost or damaged", "nothing_lost": False}
+    assert phaseview.verify_words({**lost, "expected": "nothing lost"}).endswith(
+        "NOT expected, the faults should have lost nothing")
+    raid0 = phaseview.verify_words({**lost, "expected": "md raid0 keeps no copy"})
+    assert raid0 == "2 blocks (8 KiB) lost or damaged (expected: md raid0 keeps no copy)"
+    assert phaseview.verify_words({"skipped": "no verify pass for dd"}) == (
+        "not checked: no verify pass for dd")
+    assert phaseview.verify_words(None) == "—"

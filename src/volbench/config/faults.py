@@ -25,15 +25,22 @@ UNDONE_BY: Mapping[str, str] = {
     "stop": "start",     # NFS server: nfsd threads to 0, then back
     "slow": "return",    # a disk's throttle cut to a fraction of its class
     "cut": "restore",    # iSCSI: the target's portal group off, then on
+    "delay": "heal",     # an LV's dm table through dm-delay (delay_ms added to each I/O)
+    "errors": "heal",    # an LV's dm table through dm-flakey, down: every I/O fails
+    "exhaust": "free",   # a thin pool filled (after a snapshot), then freed again
 }
-ENDING = {"restore", "start", "return"}
+ENDING = {"restore", "start", "return", "heal", "free"}
 ACTIONS = (*UNDONE_BY, *sorted(ENDING))
 # Options an action takes beside at/action/device/target/for.
 OPTIONS: Mapping[str, tuple[str, ...]] = {
     # md's rebuild throttle (KiB/s), from the fail to the end of the run.
     "fail": ("speed_limit_min", "speed_limit_max"),
     "slow": ("percent",),
+    "delay": ("delay_ms",),
+    # 1: the pool fails writes it has no chunk for (ENOSPC), 0: queues them; absent: as is.
+    "exhaust": ("error_if_no_space",),
 }
+MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1}
 MAX_AT_S = 7 * 24 * 3600.0
 
 
@@ -92,8 +99,8 @@ def _one(fr: Reader) -> FaultSpec | None:
     options: dict[str, int] = {}
     for key in OPTIONS.get(action, ()):
         if fr.has(key):
-            options[key] = fr.integer(key, minimum=1, maximum=100 if key == "percent"
-                                      else 10**9)
+            options[key] = fr.integer(key, minimum=0 if key == "error_if_no_space" else 1,
+                                      maximum=MAXIMA.get(key, 10**9))
     fr.finish()
     if action not in ACTIONS or (device is None) == (target is None):
         return None

@@ -20,6 +20,7 @@ from volbench.core.errors import ResourceError, VolbenchError, key_lines
 from volbench.core.model import Params, Parsed, RunResult, Status
 from volbench.engine.faultphases import fio_offset, phase_metrics
 from volbench.engine.faultrun import FaultRun, recorded
+from volbench.engine.faultverify import VerifyPass
 from volbench.stats.windows import with_windows
 from volbench.system import proc
 from volbench.system.block import cgroups, diskstats, space
@@ -110,6 +111,16 @@ def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker |
                     tracker=tracker)
 
 
+def _verify_pass(workload: WorkloadSpec, params: Params, ctx: RunContext,
+                 tracker: proc.ProcessTracker | None) -> VerifyPass | str:
+    """A faulted run's verify pass, its data file laid out with checksums (untimed), or
+    why it has none (the run goes on; the annotations say why)."""
+    verify = VerifyPass.for_run(workload, params, ctx)
+    if isinstance(verify, VerifyPass):
+        return verify.prepare(tracker) or verify
+    return verify
+
+
 def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: Params,
             repetition: int, warmup: bool, ctx: RunContext,
             tracker: proc.ProcessTracker | None, drop: bool,
@@ -128,6 +139,9 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         if inv.cwd is not None:
             prepare_rundir(inv.cwd, inv.user)
         write_files(inv)
+        verify = _verify_pass(workload, params, ctx, tracker) if faults is not None else ""
+        if isinstance(verify, VerifyPass):
+            inv = verify.measured(inv)
         if drop:
             annotations.update(settle_caches(inv))
         listed = space.entries(built.path)  # to remove a workload's files if they did not fit
@@ -174,6 +188,11 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                 annotations["faults"]["tool_offset_s"] = round(offset, 3)
                 parsed = phase_metrics(parsed, faults.events, done.elapsed, outputs,
                                        faults.samples, offset)
+                if isinstance(verify, VerifyPass):
+                    parsed, annotations["faults"]["verify"] = verify.check(
+                        parsed, faults.events, tracker)
+                else:
+                    annotations["faults"]["verify"] = {"skipped": verify}
         except VolbenchError as exc:
             # What could still be read (the hosts that kept running) stays with the
             # failed run; reports leave failed runs out of every statistic.

@@ -11,6 +11,7 @@ stats.phases; this module only picks the series and names the metrics.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -37,9 +38,12 @@ def io_errors(outputs: Mapping[str, str]) -> list[Metric]:
         jobs = json.loads(outputs.get("fio.json", "")).get("jobs", [])
         count = sum(int(j["total_err"]) if "total_err" in j else int(j.get("error", 0) != 0)
                     for j in jobs)
+        first = next((int(j["first_error"]) for j in jobs if j.get("first_error")), 0)
     except (ValueError, TypeError, AttributeError, KeyError):
         return []
-    return [Metric("io_errors", float(count), "")]
+    # Which error it was: ENOSPC from a full thin pool, EIO from a failing disk.
+    note = f"first error: errno {first} ({os.strerror(first)})" if count and first else ""
+    return [Metric("io_errors", float(count), "", note=note)]
 
 
 def run_end(series: Sequence[Series], elapsed: float, measured: float | None = None) -> float:

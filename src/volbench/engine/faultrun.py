@@ -189,6 +189,7 @@ class FaultRun:
             action = make_action(step.fault, step.bound.spec, step.bound.built,
                                  step.bound.peers)
             event["facts"] = action.facts
+            event["may_lose"] = action.may_lose  # the verify pass is judged against it
             for kind, data in action.keep:  # undone when the run's scope closes
                 self.scope.add(kind, **data)
             entry = self.scope.add(action.journal_kind, **action.data)  # before it acts

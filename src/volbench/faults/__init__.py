@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import iscsi, labdisk, md, nfs, throttle
+from volbench.faults import dm, iscsi, labdisk, md, nfs, thin, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
@@ -18,7 +18,11 @@ from volbench.targets.base import Built, TargetSpec
 TARGET_TYPES = {
     "fail": ("mdraid",), "restore": ("mdraid", "iscsi"), "cut": ("iscsi",),
     "stop": ("nfs",), "start": ("nfs",),
+    "delay": ("lvm",), "errors": ("lvm",), "heal": ("lvm",),
+    "exhaust": ("lvm",), "free": ("lvm",),
 }
+# dm table faults act on an LV that is one linear stretch of one disk (dm.py).
+DM_TABLE = ("delay", "errors", "heal")
 # slow/return act on any target with limits: (its disk class's throttle, a cgroup cap),
 # or on a lab disk named by device: (its class in QEMU, changed through QMP).
 THROTTLED = ("slow", "return")
@@ -33,6 +37,15 @@ COMMANDS = {
     "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device (target:); "
             "QMP block_set_io_throttle DRIVE CAPS*percent/100 (device: a lab disk)",
     "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device",
+    "delay": "dmsetup suspend LV; dmsetup load LV --table '0 LEN delay MAJ:MIN OFFSET "
+             "delay_ms'; dmsetup resume LV",
+    "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
+              "dmsetup resume LV",
+    "heal": "dmsetup suspend LV; dmsetup load LV --table 'its own table'; dmsetup resume LV",
+    "exhaust": "lvcreate -s VG/lv -n vbsnap; lvcreate -V POOL_SIZE --thinpool VG/pool -n "
+               "vbfill; lvchange --errorwhenfull y VG/pool; fio --name=fill (vbfill until "
+               "the pool is full); lvchange --errorwhenfull y|n VG/pool",
+    "free": "lvremove VG/vbfill VG/vbsnap; lvchange --refresh VG/pool; --errorwhenfull as it was",
 }
 
 
@@ -52,8 +65,12 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return labdisk.slow(fault)
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
+    if fault.action in ("delay", "errors"):
+        return dm.start(fault, built)
+    if fault.action == "exhaust":
+        return thin.exhaust(fault, built)
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
 
 
-__all__ = ["COMMANDS", "Action", "FaultError", "iscsi", "labdisk", "make_action", "md",
-           "nfs", "throttle"]
+__all__ = ["COMMANDS", "DM_TABLE", "Action", "FaultError", "dm", "iscsi", "labdisk",
+           "make_action", "md", "nfs", "thin", "throttle"]

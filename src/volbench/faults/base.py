@@ -103,6 +103,9 @@ class Action:
     # Settings the action changes that hold until the run ends (md's speed limits for the
     # rebuild after it): journalled with their undo data, undone by the run's teardown.
     keep: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Why this fault may lose written data ('' when it should lose nothing: a RAID1
+    # member, an NFS hard mount); the verify pass after the run is judged against it.
+    may_lose: str = ""
 
 
 def undo_now(kind_undo: Callable[[Mapping[str, Any]], list[Command]],

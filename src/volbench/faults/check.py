@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from volbench.config.faults import FaultSpec
 from volbench.config.fields import did_you_mean
 from volbench.core.errors import Problem
-from volbench.faults import TARGET_TYPES, THROTTLED
+from volbench.faults import DM_TABLE, TARGET_TYPES, THROTTLED
 from volbench.faults.base import listed_disks
 from volbench.faults.labdisk import is_lab_disk
 from volbench.system.host.hostinfo import inside_lab
@@ -61,6 +61,16 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
         return [Problem(f"{where}.action", f"'{fault.action}' acts on a target of type "
                         f"{'/'.join(types)}, and {fault.names} is type {spec.type}",
                         f"name a {'/'.join(types)} target or a disk it lists ({field}:)")]
+    source = getattr(spec, "source", None)
+    if fault.action in DM_TABLE and (getattr(spec, "layout", "linear") != "linear"
+                                     or (source is not None and source.n > 1)):
+        return [Problem(f"{where}.action", f"'{fault.action}' swaps the dm table of an LV that "
+                        f"is one linear stretch of one disk; target {spec.name} is not",
+                        "give the lvm target layout: linear and one device")]
+    if fault.action in ("exhaust", "free") and getattr(spec, "layout", "") != "thin":
+        return [Problem(f"{where}.action", f"'{fault.action}' fills the thin pool of a thin "
+                        f"volume; target {spec.name} is not one",
+                        "give the lvm target layout: thin")]
     if fault.action in ("fail", "restore") and spec.type == "mdraid" and fault.device is None:
         return [Problem(f"{where}.target", "a member fault names the member disk",
                         "give device: (one of the disks the md target lists)")]

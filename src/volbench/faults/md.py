@@ -131,10 +131,19 @@ def fail(fault: FaultSpec, built: Built) -> Action:
 
     keep = [("fault-md-speed", {"limits": {k: old[k] for k in wanted if k in old}})] \
         if wanted else []
+    level = str(built.info.get("level") or "")
     return Action("fail", "fault-md-member", {"array": array, "member": member}, apply,
-                  _undo_commands, facts={"speed_limits": old, "set": wanted,
-                                         "level": built.info.get("level")},
-                  keep=keep)
+                  _undo_commands, facts={"speed_limits": old, "set": wanted, "level": level},
+                  keep=keep, may_lose=may_lose(level))
+
+
+def may_lose(level: str) -> str:
+    """Why a member's loss may cost data at this md level ('' for a level with a copy or
+    parity of every block)."""
+    if level.replace("raid", "") in ("1", "10", "4", "5", "6"):
+        return ""
+    return f"md {level or 'array'} keeps no copy of a member's blocks"
+
 
 
 def restore_sampler(built: Built) -> Any:

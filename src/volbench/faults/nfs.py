@@ -59,4 +59,15 @@ def stop(fault: FaultSpec, built: Built, peers: Mapping[str, Built]) -> Action:
     return Action("stop", "fault-nfsd", {"threads": threads},
                   lambda: [Command(("rpc.nfsd", "0"))], _undo_commands,
                   facts={"mount_options": mount.get("options"),
-                         "version": built.info.get("version"), "threads": threads})
+                         "version": built.info.get("version"), "threads": threads},
+                  may_lose=may_lose(mount.get("options")))
+
+
+def may_lose(options: Any) -> str:
+    """Why an outage may cost writes with these client mount options ('' for a hard
+    mount, NFS's default: its writes wait for the server)."""
+    words = str(options or "").replace(",", " ").split() if not isinstance(options, list) \
+        else [str(o) for o in options]
+    if "soft" in words or "softerr" in words:
+        return "a soft mount fails writes the server does not answer within timeo x retrans"
+    return ""

@@ -77,6 +77,21 @@ def _metric(run: RunResult, name: str) -> str:
     return "—"
 
 
+def verify_words(verify: Mapping[str, Any] | None) -> str:
+    """The verify pass's verdict against what the faults were expected to lose: "nothing
+    lost", or what was lost and whether that was expected (RAID0, a soft mount) or not."""
+    if not verify:
+        return "—"
+    if "skipped" in verify:
+        return f"not checked: {verify['skipped']}"
+    verdict, expected = str(verify.get("verdict", "")), str(verify.get("expected", ""))
+    if verify.get("nothing_lost"):
+        return verdict
+    if expected and expected != "nothing lost":
+        return f"{verdict} (expected: {expected})"
+    return f"{verdict}: NOT expected, the faults should have lost nothing"
+
+
 def phase_table(report: Report) -> Table:
     """One row per faulted run: IOPS per phase (and as % of before), the longest stall,
     the recovery after each fault, the rebuild, I/O errors, and what was refused."""
@@ -96,9 +111,9 @@ def phase_table(report: Report) -> Table:
         rows.append((run.target, run.workload, str(run.repetition), op, ", ".join(cells),
                      _metric(run, "stall_seconds"), recovery or "—",
                      _metric(run, "rebuild_seconds"), _metric(run, "io_errors"),
-                     refused or "—"))
+                     verify_words(recorded.get("verify")), refused or "—"))
     headers = ("target", "workload", "rep", "op", "IOPS per phase", "longest stall s",
-               "recovery", "rebuild s", "I/O errors", "refused")
+               "recovery", "rebuild s", "I/O errors", "verify", "refused")
     return Table("Faults: each phase of each faulted run", headers, tuple(rows))
 
 

@@ -142,6 +142,11 @@ def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
     return list(seen.values())
 
 
+def data_file(params: Params, built: Built) -> str:
+    """The file (or device) a matrix case's runs on `built` read and write."""
+    return _data_file(params, built)[0]
+
+
 def _data_file(params: Params, built: Built) -> tuple[str, bool]:
     """(fio filename, is_block_device). One file per size, shared by every mode and depth."""
     if built.path is not None:
@@ -481,7 +486,9 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
     metrics: list[Metric] = []
     hists: list[Histogram] = []
     for job, tags in entries:
-        if job.get("error"):
+        # fio writes total_err only for a job with continue_on_error: its errors were
+        # counted and the job went on (a fault's I/O errors, io_errors), not a failure.
+        if job.get("error") and "total_err" not in job:
             raise ParseError("fio", source, f"job {job.get('jobname')} reported error "
                                             f"{job['error']} ({os.strerror(int(job['error']))})")
         for op in OPS:

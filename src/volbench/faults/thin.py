@@ -1,0 +1,134 @@
+"""A thin pool that runs out of space: `exhaust` / `free` on an LVM thin target.
+
+The workload's blocks are already provisioned (fio lays its file out first), so filling
+the pool alone would change nothing for it. A full pool bites where a write needs a new
+chunk, as after a snapshot: the fault takes one first, so every chunk of the volume is
+shared and its next write must break the sharing with a chunk of its own.
+
+    exhaust: lvcreate -q -s VG/lv -n vbsnap                (every chunk shared)
+             lvcreate -q -V POOL_SIZE --thinpool VG/pool -n vbfill
+             lvchange --errorwhenfull y VG/pool    (unless it is already)
+             fio --name=fill --filename=/dev/VG/vbfill --rw=write --bs=CHUNK --direct=1
+                 --ioengine=libaio --iodepth=8 --fill_device=1
+                                   (until ENOSPC: every chunk is taken; fio stops there
+                                    with exit code 0)
+             lvchange --errorwhenfull n VG/pool    (error_if_no_space: 0, or the pool
+                                                    queued before and nothing is asked)
+    free:    lvremove -q -f -y VG/vbfill VG/vbsnap; lvchange --refresh VG/pool
+             (a pool out of data space goes back to writing when it is resumed; queued
+              writes go on), and --errorwhenfull as it was
+
+With `error_if_no_space` the pool fails such writes at once (ENOSPC, counted in
+io_errors with continue_on_error); with `queue` (LVM's default) they wait, up to the
+kernel's no_space_timeout (60 s), then fail. The mode is recorded with the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from volbench.config.faults import FaultSpec
+from volbench.core.errors import VolbenchError
+from volbench.faults.base import Action, Command, FaultError, undo_now
+from volbench.system import proc
+from volbench.system.block import lvmops
+from volbench.system.journal import undoer
+from volbench.targets.base import Built
+
+FILLER, SNAPSHOT = "vbfill", "vbsnap"
+SECTOR = 512
+TIMEOUT = 60.0
+
+
+def pool_status(status: str, table: str) -> dict[str, Any]:
+    """A thin-pool's `dmsetup status` and `dmsetup table` lines as its free chunks, chunk
+    size (bytes), mode (rw, out_of_data_space, ro) and what it does when full."""
+    words, fields = status.split(), table.split()
+    try:
+        used, total = (int(x) for x in words[5].split("/"))
+        chunk = int(fields[5]) * SECTOR
+    except (IndexError, ValueError) as exc:
+        raise FaultError(f"not a thin-pool status: {status.strip()!r} / {table.strip()!r}"
+                         ) from exc
+    when_full = next((w for w in words if w.endswith("_if_no_space")), "queue_if_no_space")
+    return {"free_chunks": total - used, "chunks": total, "chunk_bytes": chunk,
+            "mode": words[7] if len(words) > 7 else "", "when_full": when_full}
+
+
+def _pool_name(vg: str) -> str:
+    device = lvmops.pool_device(vg, "pool")
+    if device is None:
+        raise FaultError(f"no thin pool found in {vg}; exhaust acts on an lvm target with "
+                         "layout thin")
+    return Path(device).name
+
+
+def _status(name: str) -> dict[str, Any]:
+    status = proc.run(("dmsetup", "status", name), timeout=TIMEOUT).stdout
+    return pool_status(status, proc.run(("dmsetup", "table", name), timeout=TIMEOUT).stdout)
+
+
+def _mode_command(pool: str, now: str, wanted: str) -> list[Command]:
+    """lvchange --errorwhenfull, only when it changes something (LVM refuses a value the
+    pool has already: 'Error when full is already set', exit code 5)."""
+    return [] if now == wanted else [Command(("lvchange", "--errorwhenfull", wanted, pool))]
+
+
+def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
+    """The filler and the snapshot removed, the pool refreshed, its full mode back."""
+    vg, pool = str(data["vg"]), f"{data['vg']}/pool"
+    gone = [f"{vg}/{lv}" for lv in (FILLER, SNAPSHOT) if lvmops.lv_exists(vg, lv)]
+    out = [Command(("lvremove", "-q", "-f", "-y", *gone)),
+           Command(("lvchange", "--refresh", pool))] if gone else []
+    try:
+        now = "y" if _status(str(data["pool"]))["when_full"] == "error_if_no_space" else "n"
+    except (VolbenchError, KeyError):
+        return out  # the pool is gone (torn down): nothing of the fault is left
+    return out + _mode_command(pool, now, str(data["errorwhenfull"]))
+
+
+@undoer("fault-thin-exhaust")
+def _undo(data: Mapping[str, Any]) -> None:
+    undo_now(_undo_commands, data)
+
+
+def exhaust(fault: FaultSpec, built: Built) -> Action:
+    """Snapshot the volume, then fill the pool's free chunks; undone by `free`."""
+    vg, lv = str(built.info.get("vg") or ""), str(built.info.get("lv") or "")
+    if built.type != "lvm" or built.info.get("layout") != "thin" or not vg:
+        raise FaultError(f"target {built.name} is not a thin volume; exhaust acts on an lvm "
+                         "target with layout thin")
+    try:
+        name = _pool_name(vg)
+        before = _status(name)
+    except VolbenchError as exc:
+        raise FaultError(f"cannot read the thin pool of {built.name}: {exc}") from exc
+    was = "y" if before["when_full"] == "error_if_no_space" else "n"
+    wanted = fault.options.get("error_if_no_space")
+    final = was if wanted is None else ("y" if wanted else "n")
+    size = int(before["chunks"]) * int(before["chunk_bytes"])
+    pool = f"{vg}/pool"
+    # The fill runs in error mode whatever is asked: a write past the last free chunk
+    # of a queueing pool would wait its 60 s; the mode asked for is set after it.
+    commands = [
+        Command(("lvcreate", "-q", "-s", f"{vg}/{lv}", "-n", SNAPSHOT)),
+        Command(("lvcreate", "-q", "-V", f"{size}b", "--thinpool", pool, "-n", FILLER)),
+        *_mode_command(pool, was, "y"),
+        Command(("fio", "--name=fill", f"--filename=/dev/{vg}/{FILLER}", "--rw=write",
+                 f"--bs={before['chunk_bytes']}", "--direct=1", "--ioengine=libaio",
+                 "--iodepth=8", "--fill_device=1")),
+        *_mode_command(pool, "y", final)]
+
+    def sample() -> dict[str, Any]:
+        try:
+            return {"thin_pool": _status(name)}
+        except VolbenchError:
+            return {"thin_pool": None}
+
+    return Action("exhaust", "fault-thin-exhaust", {"vg": vg, "pool": name,
+                                                    "errorwhenfull": was},
+                  lambda: list(commands), _undo_commands,
+                  facts={"pool": before, "when_full": "error_if_no_space" if final == "y"
+                         else "queue_if_no_space"}, sample=sample)

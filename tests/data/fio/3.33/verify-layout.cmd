@@ -1,0 +1,1 @@
+fio --name=layout --filename=d.dat --size=16M --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --do_verify=0 --verify_interval=4k --output-format=json --output=verify-layout.json

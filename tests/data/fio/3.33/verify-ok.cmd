@@ -1,0 +1,1 @@
+fio --name=verify --filename=d.dat --size=16M --rw=read --bs=1M --verify=crc32c --verify_interval=4k --direct=1 --ioengine=libaio --iodepth=4 --continue_on_error=verify --output-format=json --output=verify-ok.json

@@ -1,0 +1,1 @@
+fio --name=w --filename=d.dat --size=16M --rw=randwrite --bs=4k --iodepth=8 --direct=1 --ioengine=libaio --runtime=2 --time_based=1 --verify=crc32c --do_verify=0 --output-format=json --output=verify-randwrite.json
