@@ -187,7 +187,7 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
     tool("fio")
     target = workdir / "dir"
     target.mkdir()
-    doc = {"name": "pgrun", "workdir": str(workdir / "work"), "repeat": 2,
+    doc = {"name": "pgrun", "series": "pg-tier", "workdir": str(workdir / "work"), "repeat": 2,
            "targets": [{"name": "d", "type": "directory", "path": str(target)}],
            "workloads": [{"name": "w", "tool": "fio", "rw": "randread", "bs": "4k",
                           "size": "4M", "runtime": "1s", "direct": False}]}
@@ -202,6 +202,7 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
     assert (tmp_path / "volbench-report.md").exists()
     with Store(location.parse(pg_url)) as store:
         (exp,) = store.experiments()
+        assert store.db.execute("SELECT series FROM experiments").fetchall() == [("pg-tier",)]
         assert PASSWORD not in json.dumps(exp.environment)
         assert "vbowner:***@" in " ".join(exp.environment["argv"])
         runs = store.runs([exp.id])

@@ -227,7 +227,13 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         print(f"removed {line}")
     for line in errors:
         print(f"could not remove {line}", file=sys.stderr)
-    if not removed and not errors:
+    # After the machine's leftovers: a store that cannot be opened must not keep them.
+    released, notes = storecmds.cleanup_store(args.db)
+    for line in released:
+        print(f"removed {line}")
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
+    if not removed and not released and not errors:
         print("nothing left behind by volbench")
     return 1 if errors else 0
 
@@ -438,7 +444,11 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--workload", help="workload name (default: the tool's name)")
     add_db(imp)
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
+    clean = add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, "
+                "mounts, …; with --db its claims in the results database)")
+    clean.add_argument("--db", type=options.db_arg, default=options.env_db(), help=(
+        "also release the claims of killed runs in this results database (file or "
+        "postgresql:// URL; default: $VOLBENCH_DB, else none)"))
     doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "
               "what is missing")
     doc.add_argument("file", nargs="?", type=Path,

@@ -36,11 +36,16 @@ def db_arg(text: str) -> location.Location:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def env_db() -> str | None:
+    """$VOLBENCH_DB (None when unset or empty)."""
+    return os.environ.get(location.ENV, "").strip() or None
+
+
 def add_db(cmd: argparse.ArgumentParser) -> None:
     """--db FILE|URL: the results database, defaulting to $VOLBENCH_DB (read when the
     parser is made, i.e. per command), else ./volbench.db."""
-    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
-    cmd.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
+    cmd.add_argument("--db", type=db_arg, default=env_db() or str(location.DEFAULT_FILE),
+                     help=DB_HELP)
 
 
 def add_runs(cmd: argparse.ArgumentParser) -> None:

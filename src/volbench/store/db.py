@@ -137,21 +137,24 @@ class Store:
     # -- writing ----------------------------------------------------------------------
     def begin_experiment(self, name: str, spec_hash: str, document: Mapping[str, Any],
                          environment: Mapping[str, Any], seed: int | None, *,
-                         claim: bool = False) -> int:
-        """A new experiment row; with `claim`, claimed by this process (claims.py)."""
-        found = self._begin(name, spec_hash, document, environment, seed, claim, False)
+                         claim: bool = False, series: str = "") -> int:
+        """A new experiment row; with `claim`, claimed by this process (claims.py).
+        `series`: the experiment file's history key ("" = followed by name)."""
+        found = self._begin(name, spec_hash, document, environment, seed, claim, False,
+                            series)
         assert found is not None
         return found
 
     def begin_if_new(self, name: str, spec_hash: str, document: Mapping[str, Any],
-                     environment: Mapping[str, Any], seed: int | None) -> int | None:
+                     environment: Mapping[str, Any], seed: int | None, *, series: str = ""
+                     ) -> int | None:
         """A new claimed experiment, or None when one with this spec exists by now (two
         `--resume` of a new experiment at once: the second then resumes the first's)."""
-        return self._begin(name, spec_hash, document, environment, seed, True, True)
+        return self._begin(name, spec_hash, document, environment, seed, True, True, series)
 
     def _begin(self, name: str, spec_hash: str, document: Mapping[str, Any],
                environment: Mapping[str, Any], seed: int | None, claim: bool,
-               only_new: bool) -> int | None:
+               only_new: bool, series: str) -> int | None:
         with self._writing():
             if only_new:
                 # The write lock from the look to the insert: nobody adds one in between.
@@ -161,10 +164,10 @@ class Store:
                     return None
             cur = self.db.execute(
                 "INSERT INTO experiments (name, spec_hash, document, environment, seed, created,"
-                " status, uuid, host) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                " status, uuid, host, series) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                 (name, spec_hash, canonical_json(document), canonical_json(environment), seed,
                  time.time(), str(uuid.uuid4()),
-                 str(environment.get("hostname") or socket.gethostname())))
+                 str(environment.get("hostname") or socket.gethostname()), series))
             assert cur.lastrowid is not None
             if claim:  # in the same transaction: a --resume elsewhere cannot slip in between
                 claims.insert(self.db, cur.lastrowid, claims.me())
