@@ -213,3 +213,18 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
         assert fp["host.kernel"] and fp["fs.type"] and fp["tool.fio"].startswith("fio-")
     assert main(["run", "--quiet", "--resume", str(tmp_path / "e.yaml")]) == 0
     assert "already done" in capsys.readouterr().out
+
+
+def test_runs_json_text_is_what_sqlite_writes(tmp_path: Path, pg_url: str) -> None:
+    """PostgreSQL's runs_json puts the text together in Python (quoted names cached,
+    floats by repr): the same JSON as SQLite's, fields written as json.dumps does."""
+    texts = []
+    for where in (tmp_path / "r.db", location.parse(pg_url)):
+        with Store(where) as store:
+            exp = fill(store)
+            store.db.execute("UPDATE runs SET started = ?, error = ? WHERE repetition = 2",
+                             (1.7e9 + 0.25, 'say "hi" ü'))
+            texts.append(list(store.runs_json([exp])))
+    assert [json.loads(t) for t in texts[0]] == [json.loads(t) for t in texts[1]]
+    assert len(texts[1]) == 8 and f'"started":{json.dumps(1.7e9 + 0.25)},' in texts[1][2]
+    assert '"error":"say \\"hi\\" \\u00fc"' in texts[1][2]
