@@ -446,9 +446,8 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     clean = add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, "
                 "mounts, …; with --db its claims in the results database)")
-    clean.add_argument("--db", type=options.db_arg, default=options.env_db(), help=(
-        "also release the claims of killed runs in this results database (file or "
-        "postgresql:// URL; default: $VOLBENCH_DB, else none)"))
+    add_db(clean, optional="also release the claims of killed runs in this results "
+           "database")
     doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "
               "what is missing")
     doc.add_argument("file", nargs="?", type=Path,
