@@ -105,7 +105,7 @@ def _report_for(store: Store, ids: Sequence[int],
     targets = [t for i in ids for t in store.targets(i)]
     # Only the metrics the report shows; series for stalls and time-series charts.
     names = report.needed_metrics(store.metric_kinds(ids), options)
-    runs = store.runs(ids, series=True, metric_names=names)
+    runs = store.runs(ids, series=True, metric_names=names, kept=True)
     export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
     for line in dict.fromkeys(store.damaged):
         print(f"volbench: warning: {line}", file=sys.stderr)

@@ -91,9 +91,16 @@ class Reads:
 
     def runs(self, experiment_ids: Iterable[int], *, outputs: bool = False,
              series: bool = False, histograms: bool = False,
-             metric_names: Collection[str] | None = None) -> list[RunResult]:
+             metric_names: Collection[str] | None = None, kept: bool = False
+             ) -> list[RunResult]:
         """Runs with their metrics (all, or only `metric_names`) and optionally raw
-        outputs, series and per-run histograms."""
+        outputs, series and per-run histograms.
+
+        `kept`: the caller holds these runs until its short process ends (a report), so
+        everything alive is frozen out of the cyclic collector's sight (gc.freeze):
+        its full passes would walk 100 000 runs' objects again and again. Not for a
+        long-lived caller (the runner's rounds): cyclic garbage alive at that moment
+        would never be collected."""
         ids = list(experiment_ids)
         if not ids:
             return []
@@ -129,11 +136,10 @@ class Reads:
                     warmup=bool(r[5]), status=Status(r[6]), started=r[7], ended=r[8],
                     argv=tuple(argv), exit_code=r[10], error=r[11], parsed=parsed,
                     outputs=extra_outputs.get(run_id, {}), annotations=notes))
-            # Out of the collector's sight for good: its first full pass after the pause
-            # would walk these millions of objects (2 s on 100 000 runs), and every pass
-            # while the report is built again. They form no cycles, so reference counting
-            # still frees them.
-            gc.freeze()
+            if kept:
+                # The collector's first full pass after the pause alone took 2 s on
+                # 100 000 runs. Runs form no cycles: reference counting still frees them.
+                gc.freeze()
         return result
 
     def metric_kinds(self, experiment_ids: Iterable[int]) -> set[tuple[str, str]]:
