@@ -146,7 +146,8 @@ def measure(path: Path, fmt: str) -> list[tuple[str, float]]:
         names = timed("read metric names", lambda: report.needed_metrics(
             store.metric_kinds(ids), options), log)
         runs = timed("read runs (shown metrics, series)",
-                     lambda: store.runs(ids, series=True, metric_names=names), log)
+                     lambda: store.runs(ids, series=True, metric_names=names, kept=True),
+                     log)
         totals = timed("read per-case histogram totals", lambda: store.histogram_totals(ids),
                        log)
         export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))

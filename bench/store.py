@@ -8,6 +8,10 @@ deleted at the end) and psycopg (`pip install 'volbench[pg]'`).
     .venv/bin/python bench/store.py                      # all stages, the issue's sizes
     .venv/bin/python bench/store.py --report-runs 10000  # a smaller report stage
     .venv/bin/python bench/store.py --only rates         # the history simulation table
+    .venv/bin/python bench/store.py --only report --keep --server URL
+        # a running server (superuser URL); the report stage's data made once and kept
+        # (the database `report` there and BASE/report.db): generating 100 000 runs
+        # twice takes 5-16 min, the reports themselves 1-3 min
 
 Stages, each timed side by side where both backends apply:
 - push: a 10 000-run SQLite file pushed into an empty PostgreSQL store (goal <= 10 s),
@@ -33,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from report_scale import SAMPLE, generate, measure, synthetic_run
+from volbench.core.errors import StoreError
 from volbench.core.model import Metric, Parsed, RunResult, Status
 from volbench.services import postgres
 from volbench.stats import history as changes
@@ -129,23 +134,49 @@ def generate_pg(where: location.Location, targets: int, cases: int, reps: int,
         store.set_status(exp, "done")
 
 
-def stage_report(url: str, runs: int) -> bool:
+def kept(url: str, path: Path, runs: int) -> location.Location | None:
+    """The report stage's PostgreSQL store when it and the SQLite file hold `runs` runs
+    from an earlier --keep run, else None."""
+    import psycopg
+
+    target = location.parse(url.replace("/postgres?", "/report?"))
+    if not path.exists():
+        return None
+    try:
+        with Store(path, read_only=True) as a, Store(target) as b:
+            ok = all(s.experiments() and s.count_runs(s.experiments()[-1].id) == runs
+                     for s in (a, b))
+    except (psycopg.Error, StoreError):
+        return None
+    return target if ok else None
+
+
+def stage_report(url: str, runs: int, keep: bool = False) -> bool:
     path = BASE / "report.db"
-    remove(path)
-    start = time.perf_counter()
-    n = generate(path, 10, max(1, runs // 1000), 100, seed=1)
-    print(f"generated {n} runs into SQLite in {time.perf_counter() - start:.0f} s")
-    target = location.parse(fresh(url, "report"))
-    took, _ = timed(lambda: generate_pg(target, 10, max(1, runs // 1000), 100, seed=1))
-    print(f"generated the same runs into PostgreSQL in {took:.0f} s")
+    cases = max(1, runs // 1000)
+    target = kept(url, path, 10 * cases * 100) if keep else None
+    if target is None:
+        remove(path)
+        start = time.perf_counter()
+        n = generate(path, 10, cases, 100, seed=1)
+        print(f"generated {n} runs into SQLite in {time.perf_counter() - start:.0f} s")
+        target = location.parse(fresh(url, "report"))
+        took, _ = timed(lambda: generate_pg(target, 10, cases, 100, seed=1))
+        print(f"generated the same runs into PostgreSQL in {took:.0f} s")
+    else:
+        print("reusing the report stage's data of an earlier --keep run")
+    n = 10 * cases * 100
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
     worst_pg = 0.0
     for fmt in ("html", "json"):
         for label, where in (("SQLite", path), ("PostgreSQL", target)):
             total = sum(t for _, t in measure(where, fmt))  # type: ignore[arg-type]
             if label == "PostgreSQL":
                 worst_pg = max(worst_pg, total)
-            print(f"report --format {fmt} of {n} runs from {label:<10}: {total:6.2f} s")
-    remove(path)
+            print(f"report --format {fmt} of {n} runs from {label:<10}: {total:6.2f} s "
+                  f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    if not keep:
+        remove(path)
     print(f"slowest report from PostgreSQL {worst_pg:.2f} s (goal <= 15 s)")
     return worst_pg <= 15.0
 
@@ -200,18 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--experiments", type=int, default=1000)
     p.add_argument("--trials", type=int, default=300)
     p.add_argument("--only", choices=("push", "report", "history", "rates"), action="append")
+    p.add_argument("--server", metavar="URL", help="a running PostgreSQL server's superuser "
+                   "URL (postgresql://postgres@/postgres?host=SOCKDIR&port=N) instead of a "
+                   "throwaway one")
+    p.add_argument("--keep", action="store_true", help="report stage: reuse the data an "
+                   "earlier --keep run generated, and keep it")
     args = p.parse_args(argv)
     only = set(args.only or ("push", "report", "history", "rates"))
     ok = True
     BASE.mkdir(parents=True, exist_ok=True)
     if only - {"rates"}:
-        with server() as url:
+        with (contextlib.nullcontext(args.server) if args.server else server()) as url:
             if "push" in only:
                 ok &= stage_push(url, args.push_runs)
             if "history" in only:
                 ok &= stage_history(url, args.experiments)
             if "report" in only:
-                ok &= stage_report(url, args.report_runs)
+                ok &= stage_report(url, args.report_runs, args.keep)
     if "rates" in only:
         stage_rates(args.trials)
     with contextlib.suppress(OSError):

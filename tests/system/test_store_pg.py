@@ -187,7 +187,7 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
     tool("fio")
     target = workdir / "dir"
     target.mkdir()
-    doc = {"name": "pgrun", "workdir": str(workdir / "work"), "repeat": 2,
+    doc = {"name": "pgrun", "series": "pg-tier", "workdir": str(workdir / "work"), "repeat": 2,
            "targets": [{"name": "d", "type": "directory", "path": str(target)}],
            "workloads": [{"name": "w", "tool": "fio", "rw": "randread", "bs": "4k",
                           "size": "4M", "runtime": "1s", "direct": False}]}
@@ -202,6 +202,7 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
     assert (tmp_path / "volbench-report.md").exists()
     with Store(location.parse(pg_url)) as store:
         (exp,) = store.experiments()
+        assert store.db.execute("SELECT series FROM experiments").fetchall() == [("pg-tier",)]
         assert PASSWORD not in json.dumps(exp.environment)
         assert "vbowner:***@" in " ".join(exp.environment["argv"])
         runs = store.runs([exp.id])
@@ -212,3 +213,18 @@ def test_volbench_run_into_postgresql_stores_runs_with_their_fingerprint(
         assert fp["host.kernel"] and fp["fs.type"] and fp["tool.fio"].startswith("fio-")
     assert main(["run", "--quiet", "--resume", str(tmp_path / "e.yaml")]) == 0
     assert "already done" in capsys.readouterr().out
+
+
+def test_runs_json_text_is_what_sqlite_writes(tmp_path: Path, pg_url: str) -> None:
+    """PostgreSQL's runs_json puts the text together in Python (quoted names cached,
+    floats by repr): the same JSON as SQLite's, fields written as json.dumps does."""
+    texts = []
+    for where in (tmp_path / "r.db", location.parse(pg_url)):
+        with Store(where) as store:
+            exp = fill(store)
+            store.db.execute("UPDATE runs SET started = ?, error = ? WHERE repetition = 2",
+                             (1.7e9 + 0.25, 'say "hi" ü'))
+            texts.append(list(store.runs_json([exp])))
+    assert [json.loads(t) for t in texts[0]] == [json.loads(t) for t in texts[1]]
+    assert len(texts[1]) == 8 and f'"started":{json.dumps(1.7e9 + 0.25)},' in texts[1][2]
+    assert '"error":"say \\"hi\\" \\u00fc"' in texts[1][2]

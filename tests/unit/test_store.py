@@ -93,7 +93,7 @@ def test_a_version_1_database_is_migrated_with_its_data(tmp_path: Path) -> None:
         kinds = store.metric_kinds([1])
         exported = list(store.runs_json([1]))
         version = store.db.execute("PRAGMA user_version").fetchone()[0]
-    assert version == schema.VERSION == 5
+    assert version == schema.VERSION == 6
     assert total.runs == 2 and total.bins == ((1e-5, 3),)
     assert runs[0].parsed.series[0].points == ((1.0, 10.0), (2.0, 20.0))
     assert kinds == {("iops", "op/s")}
@@ -134,3 +134,21 @@ def test_something_else_is_not_a_volbench_database(tmp_path: Path) -> None:
     path.write_text("not sqlite at all, just text " * 100)
     with pytest.raises(StoreError, match="is not a volbench database"):
         Store(path)
+
+
+def test_runs_kept_for_a_report_are_out_of_the_collector_s_sight(tmp_path: Path) -> None:
+    """store.runs(kept=True) freezes what it built (gc.freeze): a report's full
+    collections do not walk 100 000 runs' objects again and again (bench/store.py
+    measures the gain); without `kept` (the runner's rounds) nothing is frozen."""
+    import gc
+
+    exp = filled(tmp_path / "r.db")
+    gc.unfreeze()
+    try:
+        with Store(tmp_path / "r.db") as store:
+            assert len(store.runs([exp], series=True)) == 4
+            assert gc.get_freeze_count() == 0
+            runs = store.runs([exp], series=True, kept=True)
+        assert gc.get_freeze_count() > 0 and len(runs) == 4
+    finally:
+        gc.unfreeze()

@@ -105,7 +105,7 @@ def _report_for(store: Store, ids: Sequence[int],
     targets = [t for i in ids for t in store.targets(i)]
     # Only the metrics the report shows; series for stalls and time-series charts.
     names = report.needed_metrics(store.metric_kinds(ids), options)
-    runs = store.runs(ids, series=True, metric_names=names)
+    runs = store.runs(ids, series=True, metric_names=names, kept=True)
     export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
     for line in dict.fromkeys(store.damaged):
         print(f"volbench: warning: {line}", file=sys.stderr)
@@ -227,7 +227,13 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         print(f"removed {line}")
     for line in errors:
         print(f"could not remove {line}", file=sys.stderr)
-    if not removed and not errors:
+    # After the machine's leftovers: a store that cannot be opened must not keep them.
+    released, notes = storecmds.cleanup_store(args.db)
+    for line in released:
+        print(f"removed {line}")
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
+    if not removed and not released and not errors:
         print("nothing left behind by volbench")
     return 1 if errors else 0
 
@@ -438,7 +444,10 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--workload", help="workload name (default: the tool's name)")
     add_db(imp)
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, mounts, …)")
+    clean = add("cleanup", cmd_cleanup, "remove what a killed volbench left (devices, "
+                "mounts, …; with --db its claims in the results database)")
+    add_db(clean, optional="also release the claims of killed runs in this results "
+           "database")
     doc = add("doctor", cmd_doctor, "what this machine can do (or what FILE needs), and "
               "what is missing")
     doc.add_argument("file", nargs="?", type=Path,

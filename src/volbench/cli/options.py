@@ -36,11 +36,22 @@ def db_arg(text: str) -> location.Location:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_db(cmd: argparse.ArgumentParser) -> None:
+def env_db() -> str | None:
+    """$VOLBENCH_DB (None when unset or empty)."""
+    return os.environ.get(location.ENV, "").strip() or None
+
+
+def add_db(cmd: argparse.ArgumentParser, *, optional: str = "") -> None:
     """--db FILE|URL: the results database, defaulting to $VOLBENCH_DB (read when the
-    parser is made, i.e. per command), else ./volbench.db."""
-    default = os.environ.get(location.ENV, "").strip() or str(location.DEFAULT_FILE)
-    cmd.add_argument("--db", type=db_arg, default=default, help=DB_HELP)
+    parser is made, i.e. per command), else ./volbench.db. With `optional` (what the
+    command then also does with it) the fallback is no database (None)."""
+    if optional:
+        cmd.add_argument("--db", type=db_arg, default=env_db(), help=(
+            f"{optional} (a file, or postgresql://user@host/db; default: $VOLBENCH_DB, "
+            "else none)"))
+        return
+    cmd.add_argument("--db", type=db_arg, default=env_db() or str(location.DEFAULT_FILE),
+                     help=DB_HELP)
 
 
 def add_runs(cmd: argparse.ArgumentParser) -> None:

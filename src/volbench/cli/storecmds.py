@@ -21,8 +21,8 @@ from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
 from volbench.report import svg
 from volbench.stats.history import differences
+from volbench.store import claims, location, pg, sync
 from volbench.store import history as storehistory
-from volbench.store import location, pg, sync
 from volbench.store.db import Store
 
 
@@ -68,6 +68,24 @@ def lab_db(db: location.Location) -> Path:
         return db
     raise VolbenchError(f"lab run brings its results back as a file, not to {db}; run it "
                         "with --db FILE, then: volbench push FILE --to URL")
+
+
+def cleanup_store(db: location.Location | None) -> tuple[list[str], list[str]]:
+    """`cleanup --db`: the claims killed runs left in the store, released ("removed"
+    lines), and other hosts' claims named with the fix (never released from here)."""
+    if db is None:
+        return [], []
+    with Store(db, create=False) as store:
+        cleared, elsewhere = claims.clear_dead(store.db)
+        names = {row.id: row.name for row in store.experiments()}
+    removed = [f"the claim on experiment {i} ({names.get(i, '?')}) in {db}: its run is "
+               "gone (marked interrupted; `volbench run FILE --resume` continues it)"
+               for i in cleared]
+    notes = [f"experiment {i} ({names.get(i, '?')}) in {db} is claimed by "
+             f"{owner.describe()}: another host, so not released here; if that run is gone "
+             "for good, `volbench run FILE --resume --take-over` continues it"
+             for i, owner in elsewhere]
+    return removed, notes
 
 
 def _which(store: Store, wanted: list[str] | None) -> list[int] | None:
@@ -206,7 +224,8 @@ def history_html(lines: list[storehistory.Line]) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     filters = storehistory.Filters(args.experiment, args.since, args.host,
-                                   dict(args.fingerprint or []), tuple(args.allow or ()))
+                                   dict(args.fingerprint or []), tuple(args.allow or ()),
+                                   args.series)
     with Store(args.db, read_only=True) as store:
         lines = storehistory.build(store, filters, args.metric)
     if args.format == "json":
@@ -242,8 +261,13 @@ def add_commands(add: Adder) -> None:
     hist = add("history", cmd_history, "one case's headline metric across the experiments of "
                "one name: verdicts between consecutive comparable ones, change points")
     add_db(hist)
-    hist.add_argument("--experiment", metavar="NAME",
-                      help="the experiment name to follow (default: the latest one's)")
+    follow = hist.add_mutually_exclusive_group()
+    follow.add_argument("--experiment", metavar="NAME",
+                        help="the experiment name to follow (default: the latest "
+                        "experiment's series: key, else its name)")
+    follow.add_argument("--series", metavar="KEY",
+                        help="follow the experiments whose file has this series: key, "
+                        "whatever their names")
     hist.add_argument("--metric", help="metric (default: the first headline metric there)")
     hist.add_argument("--since", type=_since, metavar="YYYY-MM-DD")
     hist.add_argument("--host", help="only experiments run on this host")

@@ -12,6 +12,8 @@ Shape (YAML):
     warmup: 1                     # uncounted rounds before the measured ones
     order: interleaved            # interleaved | shuffled | sequential
     baseline: xfs-1disk
+    series: nfs-tier              # optional: `volbench history` follows experiments (and
+                                  # targets, workloads) by this key instead of their names
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ class Experiment:
     lab: LabSpec | None = None
     # The SNIA steady-state rule over rounds (the `steady:` section), or None.
     steady: SteadySpec | None = None
+    # The history key (docs/store.md): experiments with the same key are one history,
+    # whatever their names ("" = follow by name).
+    series: str = ""
 
     @property
     def spec_hash(self) -> str:
@@ -286,6 +291,7 @@ def parse_document(document: Any, source: str = "experiment",
         hosts=hosts,
         lab=parse_lab_section(r),
         steady=parse_steady(r),
+        series=series_field(r),
     )
     steady = experiment.steady
     if experiment.repeat.until == "steady" and steady is None:
@@ -304,6 +310,17 @@ def parse_document(document: Any, source: str = "experiment",
     if problems:
         raise ExperimentError(problems, source)
     return experiment
+
+
+def series_field(r: Reader) -> str:
+    """The optional `series:` key of an experiment, target or workload ("" when absent):
+    checked like a name, so it is safe in every place a name goes."""
+    value = r.text("series", "")
+    given = isinstance(r.raw("series", None), str)  # other types: r.text said so
+    if given and (why := fieldrules.name_problem(value)) is not None:
+        r.problem("series", why, "give a key like nfs-tier: experiments (targets, workloads) "
+                  "with the same key are one history in `volbench history`")
+    return value
 
 
 def _unique(key: str, items: list[Reader]) -> list[str]:
@@ -345,6 +362,7 @@ def _targets(r: Reader, problems: list[Problem]) -> tuple[list[TargetSpec], list
             item.problem("on", f"type {kind_name} is built on {want}, got {len(on)}",
                          "remove on:" if high == 0 else "name the target(s) it is built on")
         pre = precondition_field(item)
+        series_field(item)  # kept in the document, read by `volbench history`
         spec = kind.parse(item, name, limits)
         specs.append(replace(spec, on=on, precondition=pre))
         item.finish()
@@ -431,6 +449,7 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
                              or f"known tools: {', '.join(WORKLOAD_KINDS)}")
             continue
         faults = parse_faults(item)  # read first: the kind's parse reports unread fields
+        series_field(item)  # kept in the document, read by `volbench history`
         specs.append(replace(kind.parse(item, name), faults=faults))
     return specs
 

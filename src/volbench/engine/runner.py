@@ -525,8 +525,8 @@ def _open_experiment(exp: Experiment, store: Store, resume: bool, take_over: boo
             env["lab"] = exp.lab.describe()
         args = (exp.name, exp.spec_hash, exp.document, env, plan.seed)
         if not resume:
-            return store.begin_experiment(*args, claim=True), plan, False
-        new = store.begin_if_new(*args)
+            return store.begin_experiment(*args, claim=True, series=exp.series), plan, False
+        new = store.begin_if_new(*args, series=exp.series)
         if new is not None:
             progress.note("nothing to resume for this experiment file: starting afresh")
             return new, plan, False

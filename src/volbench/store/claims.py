@@ -115,6 +115,35 @@ def claim(db: Connection, experiment_id: int, label: str, *,
     return note
 
 
+def clear_dead(db: Connection) -> tuple[list[int], list[tuple[int, Owner]]]:
+    """After a killed run (`volbench cleanup --db`): drop every claim whose owner on this
+    host is gone and mark its experiment, if still 'running', 'interrupted'. Returns the
+    experiments cleared and the claims of other hosts (left: their owners cannot be
+    checked from here). Live owners' claims are never touched."""
+    cleared: list[int] = []
+    elsewhere: list[tuple[int, Owner]] = []
+    db.execute("BEGIN IMMEDIATE")  # the claim lock: no run claims in between
+    try:
+        rows = db.execute("SELECT experiment_id, host, boot_id, pid, pid_start, since"
+                          " FROM claims ORDER BY experiment_id").fetchall()
+        for experiment_id, *fields in rows:
+            owner = Owner(*fields)
+            state = alive(owner)
+            if state is None:
+                elsewhere.append((int(experiment_id), owner))
+            elif not state:
+                db.execute("DELETE FROM claims WHERE experiment_id = ? AND pid = ? AND"
+                           " host = ?", (experiment_id, owner.pid, owner.host))
+                db.execute("UPDATE experiments SET status = 'interrupted', finished = ?"
+                           " WHERE id = ? AND status = 'running'", (time.time(), experiment_id))
+                cleared.append(int(experiment_id))
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+    return cleared, elsewhere
+
+
 def release(db: Connection, experiment_id: int) -> None:
     """Drop this process's claim (only its own: a taken-over claim is not ours to drop)."""
     with db:

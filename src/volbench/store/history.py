@@ -1,8 +1,10 @@
 """One case's headline metric over time and hosts, read from a store (`volbench history`).
 
 A history line is one case (target, workload, parameters) and one metric with its tags,
-followed across the experiments of one name (a team re-runs the same experiment file on
-new kernels, hosts, firmware). Each experiment gives a point: the median of its measured
+followed across the experiments of one name or one `series:` key (a team re-runs the
+same experiment file on new kernels, hosts, firmware). A target or workload with a
+`series:` key of its own is matched by that key instead of its name, so renaming one
+keeps its line. Each experiment gives a point: the median of its measured
 runs with a 95 % interval of the mean. Between consecutive experiments whose runs'
 fingerprints agree (except the fields the caller allows to change) the point gets a
 verdict (stats/compare.py on the runs); when they differ, the fields that differ are
@@ -28,14 +30,16 @@ from volbench.store.db import Store
 
 @dataclass(frozen=True)
 class Filters:
-    """Which experiments: by name (None: the latest experiment's), created at or after
-    `since` (epoch seconds), on `host`, and runs whose fingerprint has `fingerprint`."""
+    """Which experiments: by name, or by the experiment file's `series:` key (neither:
+    the latest experiment's key, else its name), created at or after `since` (epoch
+    seconds), on `host`, and runs whose fingerprint has `fingerprint`."""
 
     name: str | None = None
     since: float | None = None
     host: str | None = None
     fingerprint: Mapping[str, str] = field(default_factory=dict)
     allow: Sequence[str] = ()  # fingerprint fields that may change between compared points
+    series: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,14 +74,19 @@ class Line:
 
 
 def _experiments(store: Store, filters: Filters) -> list[tuple[ExperimentRow, str, str]]:
-    rows = {int(r[0]): (str(r[1] or ""), str(r[2] or "")) for r in store.db.execute(
-        "SELECT id, uuid, host FROM experiments")}
+    rows = {int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3])) for r in store.db.execute(
+        "SELECT id, uuid, host, series FROM experiments")}
     found = store.experiments()
-    name = filters.name or (found[-1].name if found else None)
+    series, name = filters.series, filters.name
+    if series is None and name is None and found:
+        series = rows[found[-1].id][2] or None
+        name = None if series else found[-1].name
     out = []
     for row in sorted(found, key=lambda r: (r.created, r.id)):
-        uuid, host = rows[row.id]
-        if row.name != name or (filters.since is not None and row.created < filters.since):
+        uuid, host, key = rows[row.id]
+        if (key != series if series is not None else row.name != name):
+            continue
+        if filters.since is not None and row.created < filters.since:
             continue
         if filters.host is not None and host != filters.host:
             continue
@@ -94,8 +103,23 @@ def _pick_metric(names: set[str], wanted: str | None) -> str | None:
 Values = dict[tuple[str, str, str], dict[int, list[float]]]  # (case, tags, unit) -> exp -> values
 
 
-def _values(store: Store, experiments: list[int], metric: str, filters: Filters
-            ) -> tuple[Values, dict[int, dict[str, Any]]]:
+Labels = dict[int, dict[tuple[str, str], str]]  # experiment -> (kind, name) -> series key
+
+
+def case_labels(document: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """("target" or "workload", name) -> the `series:` key the experiment file gives
+    that entry (entries without one are left out: they are matched by name)."""
+    out: dict[tuple[str, str], str] = {}
+    for kind in ("target", "workload"):
+        entries = document.get(kind + "s")
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("series") and entry.get("name"):
+                out[(kind, str(entry["name"]))] = str(entry["series"])
+    return out
+
+
+def _values(store: Store, experiments: list[int], metric: str, filters: Filters,
+            labels: Labels) -> tuple[Values, dict[int, dict[str, Any]]]:
     """Measured runs' values per line and experiment; each experiment's fingerprint."""
     prints = store.fingerprints(experiments)
     marks = ",".join("?" * len(experiments))
@@ -113,7 +137,10 @@ def _values(store: Store, experiments: list[int], metric: str, filters: Filters
         if any(str(fp.get(k)) != v for k, v in filters.fingerprint.items()):
             continue
         fingerprint_of.setdefault(exp, fp)
-        case = f"{run.target} / {run.workload} / {canonical_json(dict(run.params))}"
+        known = labels.get(exp, {})
+        case = (f"{known.get(('target', run.target), run.target)} / "
+                f"{known.get(('workload', run.workload), run.workload)} / "
+                f"{canonical_json(dict(run.params))}")
         for m in run.metrics:
             if m.name == metric and m.value is not None:
                 key = (case, canonical_json(dict(m.tags)), m.unit)
@@ -137,7 +164,8 @@ def build(store: Store, filters: Filters, metric: str | None = None) -> list[Lin
     name = _pick_metric({n for n, _ in store.metric_kinds(ids)}, metric) if ids else None
     if name is None:
         return []
-    values, prints = _values(store, ids, name, filters)
+    labels = {row.id: case_labels(row.document) for row, _, _ in chosen}
+    values, prints = _values(store, ids, name, filters, labels)
     lines = []
     for (case, tags, unit), by_exp in sorted(values.items()):
         better = info(name, unit).higher_is_better

@@ -281,6 +281,13 @@ def _v5(db: Connection) -> None:
         db.execute(text)
 
 
+def _v6(db: Connection) -> None:
+    """The experiment file's `series:` key (docs/store.md): `volbench history` follows
+    the experiments that share one. Older files could not have one, so "" for them."""
+    _ddl(db, "ALTER TABLE experiments ADD COLUMN series TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX experiments_by_series ON experiments (series)")
+
+
 def _ddl(db: Connection, statement: str) -> None:
     if isinstance(db, PgConnection):
         db.execute_ddl(statement)
@@ -303,7 +310,7 @@ def _set_version(db: Connection, number: int) -> None:
 
 
 Migration = str | Callable[[Connection], None]
-MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5]
+MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5, _v6]
 VERSION = len(MIGRATIONS)
 
 

@@ -18,7 +18,7 @@ from volbench.store import bulkinsert
 from volbench.store.db import Store
 
 EXPERIMENT_COLUMNS = ("name, spec_hash, document, environment, seed, created, finished, status,"
-                      " uuid, host")
+                      " uuid, host, series")
 
 
 @dataclass
