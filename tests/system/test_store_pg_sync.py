@@ -87,18 +87,24 @@ def test_a_push_killed_at_random_moments_is_never_half_visible_and_resumes(
     src = tmp_path / "a.db"
     fill(src, 8, 150)
     rng = random.Random(24)
-    started = time.monotonic()
     subprocess.run([*CLI, "push", str(src), "--to", pg_url], env=ENV, check=True,
                    capture_output=True, timeout=300)
-    whole = time.monotonic() - started
     assert counts(pg_url) == {f"e{e}": 150 for e in range(8)}
     seen: set[int] = set()
     for _ in range(10):
-        # Empty the store, push, kill it somewhere between start and finish.
+        # Empty the store, push, kill it somewhere between start and finish: after a
+        # random number of experiments became visible, plus a random part of the next
+        # one's copy. (Kills at random times after the start landed all before or all
+        # after the copy on a loaded host: Python's start-up is most of a push.)
         pgstore_admin_reset(pg_url)
         push = subprocess.Popen([*CLI, "push", str(src), "--to", pg_url], env=ENV,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.1, whole))
+        wanted = rng.randint(0, 7)
+        deadline = time.monotonic() + 120
+        while len(counts(pg_url)) < wanted and push.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.05))
         push.send_signal(signal.SIGKILL)
         push.wait()
         partial = counts(pg_url)
