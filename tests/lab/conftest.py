@@ -1,15 +1,26 @@
-"""Lab boots shared by several test files (a boot costs ~20 s quiet, minutes under load,
-plus the guest's setup). A session-scoped fixture boots once and runs every experiment
-its tests need in that one guest; each test file then reads its own results.
+"""One lab boot shared by most lab test files (a boot costs ~20 s quiet, a minute or more
+under load, plus the guest's setup). The session-scoped `shared_boot` boots one guest
+with every disk its steps need and runs the steps one after the other, never two at
+once, so no step's disk or CPU sees another's load; each test file reads its own results.
 
-- `nfs_hop_boot`: one disk ("store", 600 MiB, class fast), two client namespaces over
-  veth with `tc netem` delaying each direction by DELAY_MS, then the experiments
-  hop.yaml (tests/lab/test_nfs_hop_lab.py) and curve.yaml (tests/lab/test_curves_lab.py)
-  one after the other. Returns the shared folder: NAME.db per experiment and
-  checks.json (exit code per experiment, mounts, exports, namespaces left after both).
+Steps (in this order; each writes into the shared folder):
+- `guard`: test_lab.py's GUARD_SCRIPT on disks g1-g4 and w1 (guard.json);
+- `thin`, `precondition`, `burst`: `volbench run` of that test file's EXPERIMENT (its
+  `lab:` section names its own disks and classes; the boot carries all of them and the
+  run records its own section): NAME.db and NAME-report.md;
+- `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
+  `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json.
+steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
+nothing before its run, so its QEMU bucket is full as on a fresh boot.
 
-To put another lab test on a shared boot: its experiment must fit the boot's disks and
-guest setup; add its YAML to the fixture's list and read NAME.db in the test.
+`lab run` through the CLI, kill -9, SIGTERM and the boot failures keep boots of their
+own (test_lab.py), and so does test_stacks_lab.py (fifteen disks of its own).
+
+Any test of these files asks for the whole boot: running one of them alone still runs
+every step (~9 min on a quiet host, ~17 min at load 9-10).
+
+To put another lab test on the shared boot: its disks must have names of their own and
+its step must leave the guest as it found it; add the step below and read its files.
 """
 
 from __future__ import annotations
@@ -18,32 +29,132 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
-from test_nfs_hop_lab import DELAY_MS, GUEST_SCRIPT
+from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
+from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
+from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
+from test_precondition_lab import EXPERIMENT as PRECONDITION
+from test_thin_first_touch_lab import experiment_text as thin_experiment
 
 from support import TESTS, need_lab
-from volbench.lab import DEFAULT_MODULES, LabDisk, LabSpec, run_in_vm
+from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
+from volbench.engine import experiment
+from volbench.lab import DEFAULT_MODULES, run_in_vm
+from volbench.lab.labrun import lab_of
 
 MiB = 1024**2
+NFS_DISK = LabDisk("store", 600 * MiB, "fast")
+NFS_MODULES = ("veth", "sch_netem")
+
+# Runs each step in the guest, one after the other, in this one Python process (a process
+# that imports volbench.cli costs ~15 s in the emulated guest), and records its exit code
+# and seconds. Output goes to the console, one "== step NAME" line before each step.
+STEPS_SCRIPT = r"""
+import json, runpy, shutil, sys, time, traceback
+from pathlib import Path
+from volbench.cli import main as cli
+
+out = Path(sys.argv[1])
+steps, done = json.loads((out / "steps-plan.json").read_text()), {}
+for step in steps:
+    name, started = step["name"], time.monotonic()
+    print(f"== step {name}", flush=True)
+    try:
+        if "script" in step:
+            sys.argv = [step["script"], *step["args"]]
+            runpy.run_path(step["script"], run_name="__main__")
+            code = 0
+        else:
+            code = cli.main(["run", str(out / f"{name}.yaml"), "--db", f"/srv/{name}.db",
+                             "--quiet"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    for file in (f"{name}.db", f"{name}-report.md"):
+        if "script" not in step and Path("/srv", file).exists():
+            shutil.copyfile(Path("/srv", file), out / file)
+    done[name] = {"code": code, "seconds": time.monotonic() - started}
+    (out / "steps.json").write_text(json.dumps(done, indent=1))
+    print(f"== step {name}: exit {code} in {done[name]['seconds']:.0f} s", flush=True)
+"""
+
+
+def _merged(specs: list[LabSpec]) -> tuple[tuple[LabDisk, ...], dict[str, DiskClass]]:
+    """All disks and classes of the steps' labs; a disk or class name may not mean two
+    things (the boot would then not be the lab a run records)."""
+    disks: dict[str, LabDisk] = {}
+    classes: dict[str, DiskClass] = dict(DEFAULT_CLASSES)
+    for spec in specs:
+        for disk in spec.disks:
+            assert disks.setdefault(disk.name, disk) == disk, f"two lab disks {disk.name}"
+            cls = spec.disk_class(disk)
+            assert classes.setdefault(cls.name, cls) == cls, f"two disk classes {cls.name}"
+    return tuple(disks.values()), classes
 
 
 @pytest.fixture(scope="session")
-def nfs_hop_boot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shared folder after every step (see the module doc), the boot's LabResult
+    and the steps' exit codes and seconds."""
     need_lab()
-    out = tmp_path_factory.mktemp("nfshop")
-    (out / "guest.py").write_text(GUEST_SCRIPT)
-    experiments = {"hop": HOP, "curve": CURVE}
-    for name, doc in experiments.items():
+    out = tmp_path_factory.mktemp("sharedlab")
+    runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST}
+    specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
+             LabSpec(disks=(NFS_DISK,))]
+    for name, text in runs.items():
+        (out / f"{name}.yaml").write_text(text)
+        specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
+    (out / "guard.py").write_text(GUARD_SCRIPT)
+    (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
+    (out / "steps.py").write_text(STEPS_SCRIPT)
+    for name, doc in {"hop": HOP, "curve": CURVE}.items():
         (out / f"{name}.yaml").write_text(json.dumps(doc))
-    work = Path("/var/tmp/volbench-tests") / f"nfshop-{os.getpid()}"
-    spec = LabSpec(disks=(LabDisk("store", 600 * MiB, "fast"),),
-                   modules=(*DEFAULT_MODULES, "veth", "sch_netem"))
-    argv = [sys.executable, str(out / "guest.py"), str(out), str(TESTS), str(DELAY_MS),
-            *experiments]
-    result = run_in_vm(spec, argv, out, timeout=2400, workdir=work)
+    plan: list[dict[str, Any]] = [
+        {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
+        *({"name": name} for name in runs),
+        {"name": "nfshop", "script": str(out / "nfshop.py"),
+         "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
+    ]
+    (out / "steps-plan.json").write_text(json.dumps(plan))
+    disks, classes = _merged(specs)
+    spec = LabSpec(disks=disks, classes=classes, modules=(*DEFAULT_MODULES, *NFS_MODULES))
+    work = Path("/var/tmp/volbench-tests") / f"shared-{os.getpid()}"
+    result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=3000,
+                       workdir=work)
     assert result.returncode == 0, result.console[-4000:]
+    assert list(work.iterdir()) == []
     work.rmdir()
-    return out
+    steps = json.loads((out / "steps.json").read_text())
+    print(f"shared lab boot: guest booted in {result.boot_seconds} s, VM {result.elapsed:.0f} s; "
+          + ", ".join(f"{n} {s['seconds']:.0f} s (exit {s['code']})" for n, s in steps.items()))
+    (out / "console.log").write_text(result.console)
+    return {"out": out, "result": result, "steps": steps,
+            "db": lambda name: _step_db(out, steps, name)}
+
+
+def step_log(out: Path, steps: dict[str, Any], name: str) -> str:
+    """The step's exit code and its part of the console, for an assertion's message."""
+    console = (out / "console.log").read_text()
+    part = console[console.find(f"== step {name}"):]
+    return f"{name} exit {steps[name]['code']}: " + part[:3000]
+
+
+def _step_db(out: Path, steps: dict[str, Any], name: str) -> Path:
+    """NAME.db of a `volbench run` step, once the step has succeeded."""
+    assert steps[name]["code"] == 0, step_log(out, steps, name)
+    return out / f"{name}.db"
+
+
+@pytest.fixture(scope="session")
+def nfs_hop_boot(shared_boot: dict[str, Any]) -> Path:
+    """The folder with hop.db, curve.db and checks.json (the NFS hop step)."""
+    out, steps = shared_boot["out"], shared_boot["steps"]
+    assert steps["nfshop"]["code"] == 0, step_log(out, steps, "nfshop")
+    return Path(out)

@@ -5,7 +5,7 @@ Boots cost ~20 s plus emulation, so each slow test shares one boot among many ch
 - `volbench lab run` of a two-disk, two-class experiment (CLI end to end, database back,
   IOPS within ±3 % of each class's cap);
 - one guest script with the guard's refusals that need device-mapper and md, and the
-  guest's cache drop and blkio throttle;
+  guest's cache drop and blkio throttle (a step of the shared boot, tests/lab/conftest.py);
 - kill -9 of the host volbench mid-run, then `volbench cleanup`;
 - a boot timeout and a boot failure, reported with the console tail.
 """
@@ -217,25 +217,20 @@ run("vgremove", "-q", "-f", "vbw")
 """
 
 
+# Five small disks for GUARD_SCRIPT (a step of the shared boot, tests/lab/conftest.py):
+# g1-g4 of the default write-through class, w1 of a write-back one.
+GUARD_DISKS = (*(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)), LabDisk("w1", 64 * MiB, "wb"))
+GUARD_CLASSES = {**DEFAULT_CLASSES, "wb": DiskClass("wb", iops=500, write_cache=WRITE_BACK)}
+
+
 @pytest.fixture(scope="module")
-def guard_in_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One boot with five small disks: guard refusals with dm and md, cache drop, blkio,
+def guard_in_lab(shared_boot: dict[str, Any]) -> dict[str, Any]:
+    """The guard step of the shared boot: guard refusals with dm and md, cache drop, blkio,
     and what a write-back class (w1) changes against the default write-through one."""
-    need_lab()
-    out = tmp_path_factory.mktemp("guardlab")
-    (out / "checks.py").write_text(GUARD_SCRIPT)
-    work = Path("/var/tmp/volbench-tests") / f"labg-{os.getpid()}"
-    spec = LabSpec(
-        disks=(*(LabDisk(f"g{i}", 64 * MiB) for i in range(1, 5)), LabDisk("w1", 64 * MiB, "wb")),
-        classes={**DEFAULT_CLASSES, "wb": DiskClass("wb", iops=500, write_cache=WRITE_BACK)},
-    )
-    result = run_in_vm(
-        spec, [sys.executable, str(out / "checks.py"), str(out)], out, timeout=600, workdir=work
-    )
-    assert result.returncode == 0, result.console[-3000:]
-    assert list(work.iterdir()) == []
-    work.rmdir()
-    return {"result": result, "checks": json.loads((out / "guard.json").read_text())}
+    out, steps = shared_boot["out"], shared_boot["steps"]
+    assert steps["guard"]["code"] == 0, (out / "console.log").read_text()[-3000:]
+    return {"result": shared_boot["result"],
+            "checks": json.loads((out / "guard.json").read_text())}
 
 
 @pytest.mark.lab

@@ -1,25 +1,24 @@
 """A thin volume preconditioned in the lab: the pool's data % is recorded once built and as
-each run starts; an unfilled thin volume beside it stays nearly empty. One boot."""
+each run starts; an unfilled thin volume beside it stays nearly empty. One step of the
+shared lab boot (`shared_boot`, tests/lab/conftest.py): its disks are c1 and c2."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import lab_run
 from volbench.store.db import Store
 
 EXPERIMENT = """
 name: thin-state
 lab:
   disks:
-    - {name: t1, size: 400M, class: fast}
-    - {name: t2, size: 400M, class: fast}
+    - {name: c1, size: 400M, class: fast}
+    - {name: c2, size: 400M, class: fast}
 targets:
-  - {name: fresh, type: lvm, layout: thin, devices: [/dev/disk/by-id/virtio-t1]}
-  - {name: filled, type: lvm, layout: thin, devices: [/dev/disk/by-id/virtio-t2],
+  - {name: fresh, type: lvm, layout: thin, devices: [/dev/disk/by-id/virtio-c1]}
+  - {name: filled, type: lvm, layout: thin, devices: [/dev/disk/by-id/virtio-c2],
      precondition: {discard: true, fill: 1x}}
 workloads:
   - {name: w, tool: fio, rw: randwrite, bs: 4k, size: 16M, runtime: 2s}
@@ -29,8 +28,8 @@ repeat: 1
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_thin_pool_data_percent_is_recorded(tmp_path: Path) -> None:
-    db = lab_run(tmp_path, EXPERIMENT, "thin-pool")
+def test_thin_pool_data_percent_is_recorded(shared_boot: dict[str, Any]) -> None:
+    db = shared_boot["db"]("precondition")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         states = {t.name: t.info["state"] for t in store.targets(row.id)}

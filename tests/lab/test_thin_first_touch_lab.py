@@ -1,11 +1,11 @@
 """Thin-volume first touch (issue 15, seed 004): a fresh thin volume shows a warm-up.
 
-One boot, one 45 s fio run of random 4k writes over the first 64 MiB of a freshly
-created raw LVM thin volume (64k chunks, zeroed: volbench's default `zero: true`), on a
-lab disk capped at 8 MiB/s (`bps: 8M`, no IOPS cap). dm-thin zeroes a whole 64k chunk
-before the first write into it, so until all 1024 chunks of the area are provisioned
-most writes cost 64k of the disk's bandwidth instead of 4k; after that every write is a
-rewrite of a provisioned chunk, at the cap's 2048 IOPS.
+One step of the shared lab boot (`shared_boot`, tests/lab/conftest.py), one 45 s fio run of
+random 4k writes over the first 64 MiB of a freshly created raw LVM thin volume (64k chunks,
+zeroed: volbench's default `zero: true`), on a lab disk capped at 8 MiB/s (`bps: 8M`, no
+IOPS cap). dm-thin zeroes a whole 64k chunk before the first write into it, so until all
+1024 chunks of the area are provisioned most writes cost 64k of the disk's bandwidth instead
+of 4k; after that every write is a rewrite of a provisioned chunk, at the cap's 2048 IOPS.
 
 Measured (2026-11-24, software-emulated guest): 129, 149, 167, 194, 246, 291, 350, 596,
 835, 1424, 1776, 1965, then 2,030-2,090 IOPS each second: detected as a warm-up of 9.1 s
@@ -27,12 +27,11 @@ as long as the cap needs to move those zeroes plus the window's own writes:
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from support import ROOT, lab_run
+from support import ROOT
 from volbench.store.db import Store
 
 MiB = 2**20
@@ -54,20 +53,23 @@ repeat: 1
 """
 
 
+def experiment_text() -> str:
+    """EXPERIMENT with this folder's job file."""
+    return EXPERIMENT.format(jobfile=ROOT / "tests" / "lab" / "thin-first-touch.fio")
+
+
 @pytest.mark.lab
 @pytest.mark.slow
-def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(tmp_path: Path) -> None:
-    jobfile = ROOT / "tests" / "lab" / "thin-first-touch.fio"
-    started = time.monotonic()
-    db = lab_run(tmp_path, EXPERIMENT.format(jobfile=jobfile), "thin")
+def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(shared_boot: dict[str, Any]) -> None:
+    db = shared_boot["db"]("thin")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         (run,) = store.runs([row.id], series=True)
     got = {(m.name, m.tags.get("window", "")): m.value for m in run.metrics
            if m.tags.get("op") == "write"}
     series = [v for s in run.parsed.series if s.name == "iops" for _, v in s.points]
-    print(f"lab thin test: {time.monotonic() - started:.0f} s; per-second IOPS {series}; "
-          f"{got}")
+    seconds = shared_boot["steps"]["thin"]["seconds"]
+    print(f"lab thin step: {seconds:.0f} s; per-second IOPS {series}; {got}")
     device = run.annotations["device_io"]
     print(f"device I/O {device}; fio wrote {got[('io_bytes', '')]:.0f} B")
     # The chunks' zeroes: the disk wrote the area once more than fio did.
