@@ -5,7 +5,7 @@ once, so no step's disk or CPU sees another's load; each test file reads its own
 
 Steps (in this order; each writes into the shared folder):
 - `guard`: test_lab.py's GUARD_SCRIPT on disks g1-g4 and w1 (guard.json);
-- `thin`, `precondition`, `burst`: `volbench run` of that test file's EXPERIMENT (its
+- `thin`, `precondition`, `burst`, `qmpiscsi`: `volbench run` of that test file's EXPERIMENT (its
   `lab:` section names its own disks and classes; the boot carries all of them and the
   run records its own section): NAME.db and NAME-report.md;
 - `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
+from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
 from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
@@ -105,7 +106,8 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     and the steps' exit codes and seconds."""
     need_lab()
     out = tmp_path_factory.mktemp("sharedlab")
-    runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST}
+    runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
+            "qmpiscsi": QMP_ISCSI}
     specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
              LabSpec(disks=(NFS_DISK,))]
     for name, text in runs.items():

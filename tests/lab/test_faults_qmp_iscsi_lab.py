@@ -17,11 +17,10 @@ measured 790 of 1000 IOPS at a load average of 15)."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from support import lab_run
 from volbench.store.db import Store
 
 EXPERIMENT = """
@@ -60,8 +59,8 @@ repeat: 1
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_a_slowed_lab_disk_and_a_cut_iscsi_path(tmp_path: Path) -> None:
-    db = lab_run(tmp_path, EXPERIMENT, "qmpiscsi", timeout=1200)
+def test_a_slowed_lab_disk_and_a_cut_iscsi_path(shared_boot: dict[str, Any]) -> None:
+    db = shared_boot["db"]("qmpiscsi")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
         runs = {(r.target, r.workload): r for r in store.runs([row.id], series=True)}
