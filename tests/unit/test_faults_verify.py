@@ -63,9 +63,12 @@ def test_the_passes_read_what_the_measured_job_wrote() -> None:
     for option in ("--verify=crc32c", "--do_verify=0", "--verify_interval=4096", "--bs=1048576"):
         assert option in built.argv
     assert "--verify_interval=4k" in layout and "--bs=1M" in layout
-    assert fioverify.measured_options(params) == ("--verify=crc32c", "--do_verify=0")
-    assert " ".join(fioverify.measured_options(params)) in (
+    assert fioverify.measured_options(params) == ("--verify=crc32c", "--do_verify=0",
+                                                  "--verify_state_save=0")
+    assert " ".join(fioverify.measured_options(params)[:2]) in (
         FIO / "verify-randwrite.cmd").read_text()
+    # No verify state file beside wherever volbench runs: the runs' own directory, none.
+    assert "--verify_state_save=0" in built.argv and built.cwd == Path("/tmp/r")
     assert fioverify.measured_options({**params, "rw": "randread"}) == ()
     check = fioverify.command("d.dat", params, ctx).argv  # type: ignore[arg-type]
     assert "--continue_on_error=verify" in check and "--rw=read" in check

@@ -5,9 +5,9 @@ the pool alone would change nothing for it. A full pool bites where a write need
 chunk, as after a snapshot: the fault takes one first, so every chunk of the volume is
 shared and its next write must break the sharing with a chunk of its own.
 
-    exhaust: lvcreate -q -s VG/lv -n vbsnap                (every chunk shared)
-             lvcreate -q -V POOL_SIZE --thinpool VG/pool -n vbfill
+    exhaust: lvcreate -q -V POOL_SIZE --thinpool VG/pool -n vbfill
              lvchange --errorwhenfull y VG/pool    (unless it is already)
+             lvcreate -q -s VG/lv -n vbsnap        (every chunk shared)
              fio --name=fill --filename=/dev/VG/vbfill --rw=write --bs=CHUNK --direct=1
                  --ioengine=libaio --iodepth=8 --fill_device=1
                                    (until ENOSPC: every chunk is taken; fio stops there
@@ -112,10 +112,13 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
     pool = f"{vg}/pool"
     # The fill runs in error mode whatever is asked: a write past the last free chunk
     # of a queueing pool would wait its 60 s; the mode asked for is set after it.
+    # The filler first, error mode next, the snapshot last: once every chunk is shared
+    # the workload's writes take the free chunks by themselves (a 32M rest went within
+    # seconds in the lab), and LVM makes no thin volume in a full pool.
     commands = [
-        Command(("lvcreate", "-q", "-s", f"{vg}/{lv}", "-n", SNAPSHOT)),
         Command(("lvcreate", "-q", "-V", f"{size}b", "--thinpool", pool, "-n", FILLER)),
         *_mode_command(pool, was, "y"),
+        Command(("lvcreate", "-q", "-s", f"{vg}/{lv}", "-n", SNAPSHOT)),
         Command(("fio", "--name=fill", f"--filename=/dev/{vg}/{FILLER}", "--rw=write",
                  f"--bs={before['chunk_bytes']}", "--direct=1", "--ioengine=libaio",
                  "--iodepth=8", "--fill_device=1")),

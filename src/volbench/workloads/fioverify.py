@@ -40,6 +40,9 @@ _BAD = re.compile(r"^(?:\w+: verify failed|verify: bad [^\n]*?) at file (?P<file
                   r"offset (?P<offset>\d+), length (?P<length>\d+)", re.MULTILINE)
 WRITING = ("write", "randwrite", "rw", "readwrite", "randrw", "trimwrite")
 OUTPUT = "verify.json"
+# A write job with verify set saves its verify state to local-JOB-N-verify.state in its
+# working directory by default (found in the directory a test ran from): not wanted.
+NO_STATE = ("--verify_state_save=0",)
 # fio's error for a verify failure (EILSEQ): the blocks are counted from its lines.
 EILSEQ = 84
 LAYOUT_OUTPUT = "verify-layout.json"
@@ -114,9 +117,9 @@ def layout(filename: str, params: Params, ctx: RunContext) -> Invocation:
     argv = ("fio", "--name=verify-layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", f"--bs={_read_size(interval)}", "--direct=1", "--ioengine=libaio",
             "--iodepth=8", f"--verify={VERIFY}", "--do_verify=0",
-            f"--verify_interval={interval}", "--end_fsync=1", "--output-format=json",
-            f"--output={out}")
-    return Invocation(argv, timeout=_timeout(params), throttled=False,
+            f"--verify_interval={interval}", *NO_STATE, "--end_fsync=1",
+            "--output-format=json", f"--output={out}")
+    return Invocation(argv, timeout=_timeout(params), cwd=ctx.rundir, throttled=False,
                       outputs={LAYOUT_OUTPUT: out})
 
 
@@ -124,7 +127,7 @@ def measured_options(params: Params) -> tuple[str, ...]:
     """What the measured job adds so its writes carry headers (nothing for pure reads)."""
     if params.get("rw") not in WRITING:
         return ()
-    return (f"--verify={VERIFY}", "--do_verify=0")
+    return (f"--verify={VERIFY}", "--do_verify=0", *NO_STATE)
 
 
 def command(filename: str, params: Params, ctx: RunContext) -> Invocation:
@@ -135,7 +138,8 @@ def command(filename: str, params: Params, ctx: RunContext) -> Invocation:
             "--rw=read", f"--bs={_read_size(interval)}", f"--verify={VERIFY}",
             f"--verify_interval={interval}", "--direct=1", "--ioengine=libaio", "--iodepth=4",
             "--continue_on_error=verify", "--output-format=json", f"--output={out}")
-    return Invocation(argv, timeout=_timeout(params), throttled=False, outputs={OUTPUT: out})
+    return Invocation(argv, timeout=_timeout(params), cwd=ctx.rundir, throttled=False,
+                      outputs={OUTPUT: out})
 
 
 def _timeout(params: Params) -> float:
