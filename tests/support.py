@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from volbench import report
-from volbench.core.model import Metric, Parsed, RunResult, Status
+from volbench.core.model import Histogram, Metric, Parsed, RunResult, Series, Status
 from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable
 from volbench.lab.vm import find_vng
@@ -198,6 +198,22 @@ def make_run(
         parsed=Parsed(metrics, extra.series, extra.histograms),
         annotations=dict(annotations or {}),
     )
+
+
+def stored_run(target: str, rep: int, bins: tuple[tuple[float, int], ...], *,
+               status: Status = Status.OK, warmup: bool = False, note: str = "",
+               start: float = 100.0, outputs: Mapping[str, str] | None = None) -> RunResult:
+    """A run with one of everything the store keeps (metrics with a note, a series, a
+    histogram of `bins`, annotations), for the store's round-trip tests on both backends."""
+    return RunResult(
+        target, "w", {"rw": "randread", "bs": "4k"}, rep, status, start + rep, 101.5 + rep,
+        warmup, argv=("fio", "--x"), exit_code=0,
+        parsed=Parsed((Metric("iops", 1000.0 + rep, "op/s", {"op": "read"}),
+                       Metric("io_bytes", 4096.0 * rep, "B", {"op": "read"}, note)),
+                      (Series("iops", "op/s", ((1.0, 990.0), (2.0, 1010.0 + rep)),
+                              {"op": "read"}),),
+                      (Histogram("clat", "s", bins, {"op": "read"}),)),
+        outputs=dict(outputs or {}), annotations={"device_io": {"read_bytes": 5}})
 
 
 def make_db(

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from pgstore import PASSWORD, PgServer
+from support import stored_run
 from volbench.core.errors import StoreError
-from volbench.core.model import Histogram, Metric, Parsed, RunResult, Series, Status
+from volbench.core.model import RunResult, Status
 from volbench.store import claims, location, schema
 from volbench.store.db import Store
 from volbench.system import procfs
@@ -24,16 +25,9 @@ pytestmark = pytest.mark.root
 
 def run(target: str, rep: int, *, status: Status = Status.OK, warmup: bool = False,
         note: str = "") -> RunResult:
-    bins = ((1e-5, rep + 1), (2e-5, 2))
-    return RunResult(
-        target, "w", {"rw": "randread", "bs": "4k"}, rep, status, 100.25 + rep, 101.5 + rep,
-        warmup, argv=("fio", "--x"), exit_code=0,
-        parsed=Parsed((Metric("iops", 1000.0 + rep, "op/s", {"op": "read"}),
-                       Metric("io_bytes", 4096.0 * rep, "B", {"op": "read"}, note)),
-                      (Series("iops", "op/s", ((1.0, 990.0), (2.0, 1010.0 + rep)),
-                              {"op": "read"}),),
-                      (Histogram("clat", "s", bins, {"op": "read"}),)),
-        outputs={"stdout": f"raw output {rep}"}, annotations={"device_io": {"read_bytes": 5}})
+    return stored_run(target, rep, ((1e-5, rep + 1), (2e-5, 2)), status=status,
+                      warmup=warmup, note=note, start=100.25,
+                      outputs={"stdout": f"raw output {rep}"})
 
 
 def fill(store: Store) -> int:

@@ -8,32 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from support import stored_run
 from volbench.core.errors import StoreError
-from volbench.core.model import Histogram, Metric, Parsed, RunResult, Series, Status
+from volbench.core.model import Status
 from volbench.store import schema
 from volbench.store.db import Store
-
-
-def run(target: str, rep: int, bins: tuple[tuple[float, int], ...], *, status: Status = Status.OK,
-        warmup: bool = False, note: str = "") -> RunResult:
-    return RunResult(
-        target, "w", {"rw": "randread", "bs": "4k"}, rep, status, 100.0 + rep, 101.5 + rep,
-        warmup, argv=("fio", "--x"), exit_code=0,
-        parsed=Parsed((Metric("iops", 1000.0 + rep, "op/s", {"op": "read"}),
-                       Metric("io_bytes", 4096.0 * rep, "B", {"op": "read"}, note)),
-                      (Series("iops", "op/s", ((1.0, 990.0), (2.0, 1010.0 + rep)),
-                              {"op": "read"}),),
-                      (Histogram("clat", "s", bins, {"op": "read"}),)),
-        annotations={"device_io": {"read_bytes": 5}})
 
 
 def filled(path: Path) -> int:
     with Store(path) as store:
         exp = store.begin_experiment("e", "h", {"name": "e"}, {}, 1)
-        store.save_run(exp, run("a", 1, ((1e-5, 3), (2e-5, 1))))
-        store.save_run(exp, run("a", 2, ((2e-5, 2), (4e-5, 5)), note="cached"))
-        store.save_run(exp, run("a", 0, ((9.0, 100),), warmup=True))
-        store.save_run(exp, run("a", 3, ((9.0, 100),), status=Status.FAILED))
+        store.save_run(exp, stored_run("a", 1, ((1e-5, 3), (2e-5, 1))))
+        store.save_run(exp, stored_run("a", 2, ((2e-5, 2), (4e-5, 5)), note="cached"))
+        store.save_run(exp, stored_run("a", 0, ((9.0, 100),), warmup=True))
+        store.save_run(exp, stored_run("a", 3, ((9.0, 100),), status=Status.FAILED))
         return exp
 
 
