@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ from volbench.store.db import Store
 from volbench.system import procfs
 
 RUN = [sys.executable, "-m", "volbench.cli.main", "run", "--quiet"]
-
-
-@pytest.fixture
-def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """A live process to stand in for another volbench (its PID and start time)."""
-    p = subprocess.Popen(["sleep", "60"])
-    yield p
-    p.kill()
-    p.wait()
 
 
 def owner_of(p: subprocess.Popen[bytes], **changes: object) -> claims.Owner:

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -137,14 +136,6 @@ def test_the_password_can_come_from_pgpassword(pg_server: PgServer, pg_url: str,
     assert PASSWORD not in bare
     with Store(location.parse(bare)) as store:
         assert store.experiments() == []
-
-
-@pytest.fixture
-def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    p = subprocess.Popen(["sleep", "60"])
-    yield p
-    p.kill()
-    p.wait()
 
 
 def test_claims_work_as_on_sqlite(pg_url: str, sleeper: subprocess.Popen[bytes]) -> None:
