@@ -214,14 +214,16 @@ def stage_history(url: str, experiments: int) -> bool:
 
 
 def stage_rates(trials: int) -> None:
-    print(f"\nchange points, 60 experiments, 5 % step after 30, CV 3 %, {trials} histories:")
-    print("| noise | found within 3 | flat flagged |\n|---|---|---|")
-    for label, noise in (("iid normal", lambda r, n: [r.gauss(0, 1) for _ in range(n)]),
-                         ("Student t3", changes.heavy_tails), ("stalls", changes.stalls),
-                         ("busy host", changes.busy_host), ("AR(1) phi 0.5", changes.ar1(0.5)),
-                         ("AR(1) phi 0.9", changes.ar1(0.9))):
-        rates = changes.simulate_rates(noise, trials=trials)
-        print(f"| {label} | {rates.detected:.1%} | {rates.false_alarm:.1%} |")
+    print(f"\nchange points, 5 % step at the middle, CV 3 %, {trials} histories, seed 1:")
+    print("| noise | experiments | found within 3 | flat flagged |\n|---|---|---|---|")
+    noises = [("iid normal", lambda r, n: [r.gauss(0, 1) for _ in range(n)]),
+              ("Student t3", changes.heavy_tails), ("stalls", changes.stalls),
+              ("busy host", changes.busy_host),
+              *((f"AR(1) phi {phi}", changes.ar1(phi)) for phi in (0.2, 0.3, 0.5, 0.7, 0.9))]
+    for n in (60, 20, 120):
+        for label, noise in noises if n == 60 else noises[:1] + noises[-3::2]:
+            rates = changes.simulate_rates(noise, trials=trials, n=n, step_at=n // 2)
+            print(f"| {label} | {n} | {rates.detected:.1%} | {rates.false_alarm:.1%} |")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,20 +14,45 @@ def gauss(rng: random.Random, n: int) -> list[float]:
     return [rng.gauss(0, 1) for _ in range(n)]
 
 
-@pytest.mark.parametrize("noise", [gauss, history.heavy_tails, history.stalls],
+# Stalled experiments cost some power: 89.2 % at 1 000 histories (90.7 % before the drift
+# test, which removes marginal change points when the drift estimate is above 0 by chance).
+@pytest.mark.parametrize(("noise", "power"), [(gauss, 0.90), (history.heavy_tails, 0.90),
+                                              (history.stalls, 0.85)],
                          ids=["iid", "student-t3", "stalls"])
 def test_a_5_percent_step_at_cv_3_percent_is_found_and_flat_histories_are_not(
-        noise: history.Noise) -> None:
+        noise: history.Noise, power: float) -> None:
     rates = history.simulate_rates(noise, trials=200, seed=7)
-    assert rates.detected >= 0.90, rates
+    assert rates.detected >= power, rates
     assert rates.false_alarm <= 0.05, rates
 
 
-def test_autocorrelated_histories_are_flagged_more_often_than_alpha() -> None:
-    # Documented limit (docs/store.md): experiments that drift together are not
-    # exchangeable, and the permutation test then over-reports. This test pins the size.
-    rates = history.simulate_rates(history.ar1(0.9), trials=100, seed=7)
-    assert rates.false_alarm > 0.3
+@pytest.mark.parametrize("phi", [0.3, 0.5, 0.7, 0.9])
+def test_flat_histories_that_drift_together_are_flagged_at_most_5_percent(phi: float) -> None:
+    # Without the drift test (_drift_prune) these were flagged in 8, 27, 60 and 88 %.
+    rates = history.simulate_rates(history.ar1(phi), trials=200, seed=7)
+    assert rates.false_alarm <= 0.05, rates
+
+
+def test_drift_is_read_around_the_segments_so_a_step_is_not_drift() -> None:
+    rng = random.Random(9)
+    iid = [[1000 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(60)] for _ in range(50)]
+    stepped = [[v * (1.1 if i >= 30 else 1.0) for i, v in enumerate(x)] for x in iid]
+    drifting = [[1000 * (1 + 0.03 * e) for e in history.ar1(0.9)(rng, 60)] for _ in range(50)]
+
+    def mean_drift(xs: list[list[float]], cuts: tuple[int, ...] = ()) -> float:
+        return sum(history.drift(x, cuts) for x in xs) / len(xs)
+
+    assert mean_drift(iid) < 0.2
+    assert mean_drift(stepped) > 0.5  # read over one segment, the step looks like drift
+    assert mean_drift(stepped, (30,)) == pytest.approx(mean_drift(iid, (30,)), abs=0.02)
+    assert mean_drift(drifting) > 0.75
+    assert history.drift([5.0, 5.0, 5.0, 5.0]) == 0.0 and history.drift([1.0, 2.0]) == 0.0
+
+
+def test_a_step_in_drifting_noise_is_rarely_told_from_the_drift() -> None:
+    # The price of the drift test, stated in docs/store.md: under AR(1) phi 0.9 a 5 % step
+    # at CV 3 % is not distinguishable from the wander on 60 single values.
+    assert history.simulate_rates(history.ar1(0.9), trials=100, seed=7).detected < 0.2
 
 
 def test_two_steps_are_both_found_with_their_levels() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from support import make_run
+from volbench.cli import storecmds
 from volbench.cli.main import main
 from volbench.store import history as storehistory
 from volbench.store.db import Store
@@ -17,8 +18,10 @@ from volbench.system.host import fingerprint
 BASE = {"host.name": "h1", "host.kernel": "6.1", "fs.type": "xfs"}
 
 
-def nightly(path: Path, n: int = 40, step_at: int = 20, odd_kernel: int = 30) -> None:
+def nightly(path: Path, n: int = 40, step_at: int = 20, odd_kernel: int = 30,
+            wander: float = 0.0) -> None:
     rng = random.Random(5)
+    drift = 0.0
     with Store(path) as store:
         for i in range(n):
             host = "h2" if i == 35 else "h1"
@@ -28,7 +31,8 @@ def nightly(path: Path, n: int = 40, step_at: int = 20, odd_kernel: int = 30) ->
                              (1.7e9 + 86400 * i, exp))
             fp = {**BASE, "host.kernel": "6.12" if i == odd_kernel else "6.1"}
             digest = store.save_fingerprint(fp, fingerprint.digest(fp))
-            level = 1000.0 * (1.1 if i >= step_at else 1.0)
+            drift = wander * drift + 0.03 * rng.gauss(0, 1) if wander else 0.0
+            level = 1000.0 * (1.1 if i >= step_at else 1.0) * (1 + drift)
             for rep in range(3):
                 value = level * (1 + 0.01 * rng.gauss(0, 1))
                 store.save_run(exp, make_run("t", {"iops": value}, rep, started=float(rep)),
@@ -50,6 +54,17 @@ def test_the_history_finds_the_step_and_names_a_changed_kernel(tmp_path: Path) -
     assert line.points[30].differs == (("host.kernel", "6.1", "6.12"),)
     assert line.points[30].verdict == "" and line.points[31].differs
     assert {p.verdict for p in line.points[1:20]} <= {"equivalent", "inconclusive"}
+
+
+def test_a_wandering_history_says_it_drifts_and_a_steady_one_does_not(tmp_path: Path) -> None:
+    nightly(tmp_path / "w.db", step_at=99, wander=0.95)
+    nightly(tmp_path / "s.db", step_at=99)
+    with Store(tmp_path / "w.db") as wandering, Store(tmp_path / "s.db") as steady:
+        (w,) = storehistory.build(wandering, storehistory.Filters("nightly"))
+        (s,) = storehistory.build(steady, storehistory.Filters("nightly"))
+    assert w.drift > 0.5 and s.drift < 0.3
+    assert "experiments drift together" in storecmds.history_text([w])
+    assert "drift" not in storecmds.history_text([s])
 
 
 def test_filters_and_allowed_changes(tmp_path: Path) -> None:

@@ -25,6 +25,10 @@ from volbench.store import claims, location, pg, sync
 from volbench.store import history as storehistory
 from volbench.store.db import Store
 
+# A drift this strong (the estimate carries a margin of ~0.03-0.06 even without any) is
+# worth a line: it is why a visible wander may have no change point.
+DRIFT_SHOWN = 0.3
+
 
 def database_error(args: argparse.Namespace, exc: BaseException) -> str | None:
     """One line for a PostgreSQL error that escaped a command (a connection lost while
@@ -197,6 +201,9 @@ def history_text(lines: list[storehistory.Line]) -> str:
                        f"p {c.p_value:.3f})")
         if not line.change_points:
             out.append("  no change point")
+        if line.drift >= DRIFT_SHOWN:
+            out.append(f"  experiments drift together (lag-1 autocorrelation {line.drift:.2f}): "
+                       "change points were tested against the drift (docs/store.md)")
     return "\n".join(out) + "\n" if out else "no history: no measured runs match\n"
 
 

@@ -63,7 +63,9 @@ class Point:
 @dataclass(frozen=True)
 class Line:
     """One case and metric (with its tags) across experiments, oldest first, and the
-    change points found over it (indices into `points`)."""
+    change points found over it (indices into `points`); `drift` is the lag-1
+    autocorrelation between experiments the change points were tested against
+    (stats.history.drift)."""
 
     case: str  # target / workload / params
     metric: str
@@ -71,6 +73,7 @@ class Line:
     tags: Mapping[str, str]
     points: tuple[Point, ...]
     change_points: tuple[changes.ChangePoint, ...]
+    drift: float
 
 
 def _experiments(store: Store, filters: Filters) -> list[tuple[ExperimentRow, str, str]]:
@@ -191,6 +194,8 @@ def build(store: Store, filters: Filters, metric: str | None = None) -> list[Lin
             points.append(Point(row.id, uuid, host, row.created, len(vals),
                                 statistics.median(vals), low, high, verdict, ratio, differs))
             previous = vals
-        found = changes.change_points([p.median for p in points])
-        lines.append(Line(case, name, unit, json.loads(tags), tuple(points), tuple(found)))
+        medians = [p.median for p in points]
+        found = changes.change_points(medians)
+        lines.append(Line(case, name, unit, json.loads(tags), tuple(points), tuple(found),
+                          changes.drift(medians, [c.index for c in found])))
     return lines
