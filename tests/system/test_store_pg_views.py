@@ -31,7 +31,8 @@ def psql(url: str, sql: str) -> list[list[str]]:
 def test_every_documented_query_runs_and_answers(pg_url: str) -> None:
     with Store(location.parse(pg_url)) as store:
         for host, kernel in (("h1", "6.1"), ("h2", "6.12")):
-            exp = store.begin_experiment("nightly", host, {}, {"hostname": host}, 1)
+            exp = store.begin_experiment(f"nightly-{kernel}", host, {}, {"hostname": host}, 1,
+                                         series="nfs-tier" if host == "h2" else "")
             fp = {"host.kernel": kernel}
             digest = store.save_fingerprint(fp, fingerprint.digest(fp))
             for rep in range(3):
@@ -40,12 +41,14 @@ def test_every_documented_query_runs_and_answers(pg_url: str) -> None:
                                fingerprint=digest)
             store.set_status(exp, "done")
     queries = doc_queries()
-    assert len(queries) == 4
-    series, summary, hosts, kernels = (psql(pg_url, q) for q in queries)
+    assert len(queries) == 5
+    series, summary, hosts, keyed, kernels = (psql(pg_url, q) for q in queries)
     assert [row[1:] for row in series] == [["h1", "1000"], ["h2", "1000"], ["h1", "1001"],
                                            ["h2", "1001"], ["h1", "1002"], ["h2", "1002"]]
     assert sorted(row[2] for row in summary) == ["h1", "h2"]
     assert {row[-1] for row in summary} == {"1001.0"} and {row[-2] for row in summary} == {"3"}
     assert sorted((row[0], row[1], row[2]) for row in hosts) == [("h1", "1", "3"),
                                                                  ("h2", "1", "3")]
-    assert kernels == [["nightly", "h1", "6.1"], ["nightly", "h2", "6.12"]]
+    assert [(row[0], row[2], row[3], row[4]) for row in keyed] == [
+        ("nfs-tier", "nightly-6.12", "h2", "1001.0")]
+    assert kernels == [["nightly-6.1", "h1", "6.1"], ["nightly-6.12", "h2", "6.12"]]

@@ -81,7 +81,10 @@ def test_a_version_1_database_is_migrated_with_its_data(tmp_path: Path) -> None:
         kinds = store.metric_kinds([1])
         exported = list(store.runs_json([1]))
         version = store.db.execute("PRAGMA user_version").fetchone()[0]
-    assert version == schema.VERSION == 6
+        keyed = store.db.execute("SELECT DISTINCT experiment, series, n FROM case_summary"
+                                 ).fetchall()
+    assert version == schema.VERSION == 7
+    assert keyed == [("e", "", 2)]  # the views, made at v5, carry v6's series from v7
     assert total.runs == 2 and total.bins == ((1e-5, 3),)
     assert runs[0].parsed.series[0].points == ((1.0, 10.0), (2.0, 20.0))
     assert kinds == {("iops", "op/s")}

@@ -247,33 +247,38 @@ def _v4(db: Connection) -> None:
 
 # Views for dashboards and ad-hoc SQL (docs/store.md): measured runs' metrics with their
 # experiment, and one summary row per experiment and case. {time}/{json} differ by backend.
+# {series} is empty in version 5's views (the column came with version 6) and
+# `e.series,` from version 7 on: a migration's text never changes once shipped.
 VIEWS = (
     """CREATE VIEW run_metrics AS
-    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host,
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host, {series}
            {time}(e.created) AS experiment_time, {time}(r.started) AS run_time,
            r.target, r.workload, {json}(r.params) AS params, r.repetition, r.uuid AS run_uuid,
            r.fingerprint, m.name AS metric, m.value, m.unit, {json}(m.tags) AS tags
     FROM runs r JOIN experiments e ON e.id = r.experiment_id JOIN metrics m ON m.run_id = r.id
     WHERE r.status = 'ok' AND r.warmup = 0""",
     """CREATE VIEW experiment_list AS
-    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host, e.status,
+    SELECT e.uuid AS experiment_uuid, e.name AS experiment, e.host, {series} e.status,
            {time}(e.created) AS created, {time}(e.finished) AS finished,
            (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id) AS runs
     FROM experiments e""",
     """CREATE VIEW case_summary AS
-    SELECT experiment_uuid, experiment, host, experiment_time, target, workload,
+    SELECT experiment_uuid, experiment, host, {bare_series} experiment_time, target, workload,
            {text}(params) AS params, metric, unit, {text}(tags) AS tags, count(value) AS n,
            avg(value) AS mean, min(value) AS min, max(value) AS max
-    FROM run_metrics GROUP BY experiment_uuid, experiment, host, experiment_time, target,
-           workload, {text}(params), metric, unit, {text}(tags)""",
+    FROM run_metrics GROUP BY experiment_uuid, experiment, host, {bare_series} experiment_time,
+           target, workload, {text}(params), metric, unit, {text}(tags)""",
 )
 
 
-def _v5(db: Connection) -> None:
-    """The views of VIEWS (docs/store.md), in each backend's time and JSON types."""
+def _views(db: Connection, series: bool) -> None:
+    """The views of VIEWS in each backend's time and JSON types, with or without the
+    experiments' `series` column."""
     pg_like = isinstance(db, PgConnection)
     words = ({"time": "to_timestamp", "json": "jsonb", "text": "text"} if pg_like else
              {"time": "_unixepoch", "json": "json", "text": ""})
+    words |= ({"series": "e.series,", "bare_series": "series,"} if series else
+              {"series": "", "bare_series": ""})
     for view in VIEWS:
         text = view.format(**words)
         if not pg_like:  # SQLite: datetime(x, 'unixepoch'); no cast needed for text
@@ -281,11 +286,24 @@ def _v5(db: Connection) -> None:
         db.execute(text)
 
 
+def _v5(db: Connection) -> None:
+    """The views of VIEWS (docs/store.md), in each backend's time and JSON types."""
+    _views(db, series=False)
+
+
 def _v6(db: Connection) -> None:
     """The experiment file's `series:` key (docs/store.md): `volbench history` follows
     the experiments that share one. Older files could not have one, so "" for them."""
     _ddl(db, "ALTER TABLE experiments ADD COLUMN series TEXT NOT NULL DEFAULT ''")
     db.execute("CREATE INDEX experiments_by_series ON experiments (series)")
+
+
+def _v7(db: Connection) -> None:
+    """The views again, with the experiments' `series` key (a dashboard groups by it as
+    `volbench history --series` does)."""
+    for view in ("case_summary", "run_metrics", "experiment_list"):
+        db.execute(f"DROP VIEW {view}")
+    _views(db, series=True)
 
 
 def _ddl(db: Connection, statement: str) -> None:
@@ -310,7 +328,7 @@ def _set_version(db: Connection, number: int) -> None:
 
 
 Migration = str | Callable[[Connection], None]
-MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5, _v6]
+MIGRATIONS: list[Migration] = [V1, _v2, V3, _v4, _v5, _v6, _v7]
 VERSION = len(MIGRATIONS)
 
 
