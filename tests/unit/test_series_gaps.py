@@ -10,10 +10,12 @@ then 1 B/s for 6 s: no progress line from 4 s to 11 s.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from support import DATA, load, make_db, make_run
-from volbench.core.model import Metric, Parsed, RunResult
+from volbench.core.model import Metric, Parsed, RunResult, Series
+from volbench.report import checks
 from volbench.stats.changepoint import FLAT, regimes
 from volbench.stats.series import fill_rate_gaps, stalls
 from volbench.stats.windows import with_windows
@@ -114,3 +116,19 @@ def test_the_report_tells_the_outage_as_a_stall_not_a_window(tmp_path: Path) -> 
     (stall,) = [w for w in rep.warnings if w.kind == "stall" and w.metric == "iops"]
     assert "longest 14.0 s (t = 7–21 s)" in stall.message
     assert rep.time_lines == []
+
+
+def test_run_stalls_finds_a_stall_anywhere_and_none_in_a_steady_or_broken_series() -> None:
+    def series_run(values: list[float]) -> RunResult:
+        points = tuple((float(t), v) for t, v in enumerate(values, 1))
+        return make_run("t", {"iops": 1.0}, 1, started=0.0,
+                        parsed_extra=Parsed(series=(Series("iops", "op/s", points),)))
+
+    steady = [100.0, 90.0, 110.0, 95.0, 105.0, 100.0]
+    for at in (0, 3, 5):  # the first, a middle and the last second
+        stalled = [5.0 if i == at else v for i, v in enumerate(steady)]
+        found = checks.run_stalls(series_run(stalled))
+        assert [(s.stalls[0].start, s.stalls[0].end) for s in found] == [(at, at + 1)], at
+    assert checks.run_stalls(series_run(steady)) == []
+    assert checks.run_stalls(series_run([100.0, math.nan, 5.0, 100.0])) == []
+    assert checks.run_stalls(series_run([0.0, 0.0, 0.0, 1.0])) == []  # idle: no level

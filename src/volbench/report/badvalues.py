@@ -7,11 +7,12 @@ hand, may still hold them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
 from volbench.core.model import CaseHistogram, Parsed, RunResult
-from volbench.core.valuecheck import parsed_problems, value_problem
+from volbench.core.valuecheck import all_fine, parsed_problems, value_problem
 from volbench.report.checks import ReportWarning
 
 
@@ -53,7 +54,7 @@ def believable(runs: Sequence[RunResult]) -> tuple[list[RunResult], list[ReportW
 
 def believable_totals(totals: Sequence[CaseHistogram]) -> list[CaseHistogram]:
     """Summed histograms without bins of unbelievable values (their runs are warned of)."""
-    return [t if all(value_problem(v) is None and value_problem(c) is None for v, c in t.bins)
+    return [t if all_fine(itertools.chain.from_iterable(t.bins))
             else replace(t, bins=tuple((v, c) for v, c in t.bins
                                        if value_problem(v) is None and value_problem(c) is None))
             for t in totals]
