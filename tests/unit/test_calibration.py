@@ -21,6 +21,7 @@ from volbench.stats import (
     smallest_drift_p,
 )
 from volbench.stats.outliers import outlier_cutoff
+from volbench.stats.ranks import spearman
 from volbench.stats.simulate import paired_rates, promise_rates, verdict_rates
 
 TRIALS = 400
@@ -130,3 +131,16 @@ def test_independent_samples_keep_5_percent_with_iid_and_drifting_noise(drift: f
         power_w, power_p = paired_rates(seed=32, trials=TRIALS, n=10, ratio=1.03,
                                         noise=0.02, drift=drift)
         assert power_p.different > power_w.different + 0.3
+
+
+def test_the_smallest_drift_p_of_untied_values_is_that_of_their_ranks() -> None:
+    # smallest_drift_p answers untied values from a cache by count: it must be the
+    # p-value Spearman gives their sorted order, tied or not.
+    rng = random.Random(12)
+    for n in range(2, 30):
+        values = [rng.random() for _ in range(n)]
+        tied = [values[0], *values[:-1]]
+        for sample in (values, tied):
+            order = [float(i) for i in range(n)]
+            expected = spearman(order, sorted(sample)).p_value if len(set(sample)) > 1 else 1.0
+            assert smallest_drift_p(sample) == expected, (n, sample)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import statistics
 from collections.abc import Sequence
@@ -65,9 +66,19 @@ def drift(
 def smallest_drift_p(values: Sequence[float]) -> float:
     """The p-value of the most extreme order of these values (sorted): no series of them
     can show a trend more significant than this."""
-    if len(values) < 2 or len(set(values)) == 1:
+    distinct = len(set(values))
+    if len(values) < 2 or distinct == 1:
         return 1.0
+    if distinct == len(values):  # untied: the ranks are 1..n whatever the values
+        return _smallest_untied_p(len(values))
     return spearman([float(i) for i in range(len(values))], sorted(values)).p_value
+
+
+@functools.lru_cache(maxsize=1024)
+def _smallest_untied_p(n: int) -> float:
+    # A report asks this for every case (4 000 cases of 100 runs: 2 s of spearman).
+    order = [float(i) for i in range(n)]
+    return spearman(order, order).p_value
 
 
 def fill_rate_gaps(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
