@@ -201,6 +201,9 @@ def _confine(spec: FioSpec, params: Params, built: Built) -> None:
                             built.block_device, os.path.realpath,
                             special=pathcheck.special_file)
     problems = confinement(spec, params, place)
+    gone = fiochecks.device_gone_problem(built)
+    if gone is not None:
+        raise ExperimentError([gone], f"fio workload {spec.name} on target {built.name}")
     if built.block_device is not None and spec.jobfile is None:
         wrong = fiochecks.block_size_problem(params, built, devices.logical_block_size(
             built.block_device))

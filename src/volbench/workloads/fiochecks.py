@@ -3,6 +3,8 @@ goes through the page cache (so whether dropping the caches before it changes an
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 
 from volbench.config.fields import Reader
@@ -31,6 +33,29 @@ def check_direct_sizes(r: Reader, matrix: Mapping[str, tuple[Scalar, ...]]) -> N
             r.problem("bs", f"{value} is not a multiple of {SMALLEST_SECTOR} bytes, which "
                             "direct I/O needs (the device's logical block size)",
                       f"use a multiple of 4k (or of {SMALLEST_SECTOR}), or direct: false")
+
+
+def device_gone_problem(built: Built) -> Problem | None:
+    """A device target whose device is no longer a block device, named before fio starts.
+
+    A disk pulled by a fault (or unplugged) takes its node with it; fio given the node's
+    path would then create a regular file there (seen in the lab: a file /dev/vdc in the
+    guest's /dev), writing where nothing was given to write."""
+    device = built.block_device
+    if built.path is not None or device is None:
+        return None
+    try:
+        mode = os.stat(device).st_mode
+    except FileNotFoundError:
+        what = "is gone"
+    else:
+        if stat.S_ISBLK(mode):
+            return None
+        what = "is no longer a block device"
+    return Problem(f"target {built.name}", f"its device {device} {what} (a disk pulled by a "
+                   "fault, or removed since the target was built)",
+                   "return the disk and build the target again; volbench writes to no "
+                   "path but the device it built on")
 
 
 def block_size_problem(params: Params, built: Built, sector: int | None) -> Problem | None:
