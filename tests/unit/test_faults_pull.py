@@ -39,6 +39,7 @@ class FakeVM:
         self.links, self.stuck = links, stuck
         self.devices = {"labdev0": "labdisk0", "labdev1": "labdisk1"}  # id -> backend
         self.legacy, self.nodes = {"labdisk0", "labdisk1"}, set[str]()
+        self.caps: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         links.mkdir(exist_ok=True)
         for disk in SPEC.disks:
@@ -51,8 +52,10 @@ class FakeVM:
             return [{"name": d, "type": "child<virtio-blk-pci>"} for d in self.devices]
         if command == "query-named-block-nodes":
             return [{"node-name": n} for n in self.nodes]
-        if command == "query-block":
-            return [{"device": b} for b in self.legacy]
+        if command == "query-block":  # a -drive by its name, each device's caps
+            return [{"device": b if b in self.legacy else "", "inserted": self.caps.get(d, {}),
+                     "qdev": f"/machine/peripheral/{d}/virtio-backend"}
+                    for d, b in self.devices.items()]
         if command == "device_del" and not self.stuck:
             backend = self.devices.pop(args["id"])
             self.legacy.discard(backend)  # a -drive goes with its device
@@ -62,6 +65,8 @@ class FakeVM:
             self.nodes.add(args["node-name"])
         elif command == "blockdev-del":
             self.nodes.remove(args["node-name"])
+        elif command == "block_set_io_throttle":
+            self.caps[args["id"].split("/")[3]] = {k: v for k, v in args.items() if k != "id"}
         elif command == "device_add":
             assert args["drive"] in self.nodes | self.legacy, args
             self.devices[args["id"]] = args["drive"]
@@ -108,6 +113,7 @@ def test_a_return_plugs_the_disk_back_where_it_was_with_its_class_caps(tmp_path:
     assert caps["group"] == "labdisk1"
     assert (caps["iops"], caps["iops_max"], caps["iops_max_length"]) == (100, 300, 5)
     assert reply["arguments"] == caps
+    assert reply["caps_now"]["iops"] == 100 and reply["caps_now"]["group"] == "labdisk1"
     # Pulled again: the returned disk's node is closed too, so a third return reopens it.
     serve(vm, SPEC, IMAGES, {"action": "pull", "disk": "p2"})
     assert named(vm, "blockdev-del") == [{"node-name": "labnode1"}] and not vm.nodes
@@ -118,7 +124,8 @@ def test_a_return_plugs_the_disk_back_where_it_was_with_its_class_caps(tmp_path:
 def test_a_return_of_a_disk_in_place_only_sets_its_caps(tmp_path: Path) -> None:
     vm = FakeVM(tmp_path)
     serve(vm, SPEC, IMAGES, {"action": "return", "disk": "p1"})
-    assert [c for c, _ in vm.calls if c not in ("qom-list",)] == ["block_set_io_throttle"]
+    assert [c for c, _ in vm.calls if c not in ("qom-list", "query-block")] == [
+        "block_set_io_throttle"]
     assert named(vm, "block_set_io_throttle")[0]["iops"] == 500  # standard
 
 
@@ -183,6 +190,8 @@ def test_a_pull_in_effect_when_the_run_ends_is_undone_at_teardown(
         bridged: FakeVM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr("volbench.faults.base.inside_lab", lambda: True)
+    (tmp_path / "mdstat").write_text(MDSTAT_DEGRADED)
+    monkeypatch.setattr(labdisk, "MDSTAT", tmp_path / "mdstat")
     exp = parse_text(LAB.replace("FAULTS", f"[{{at: 0s, action: pull, device: {P1}}}]"),
                      "e.yaml")
     (fault,) = exp.workload("reads").faults  # no for: and no return: open at the end
@@ -195,7 +204,32 @@ def test_a_pull_in_effect_when_the_run_ends_is_undone_at_teardown(
     assert [(e["action"], e["phase"], e["error"]) for e in run.events] == [
         ("pull", "pull", None), ("return", "teardown", None)]
     assert run.events[0]["may_lose"] == ""  # a RAID1 member: the mirror has every block
+    watched = run.events[0]["commands"][2]
+    assert watched["output"].startswith("md degraded after "), watched
     assert bridged.devices["labdev0"] == "labnode0"  # back
+
+
+MDSTAT_WHOLE = """Personalities : [raid1]
+md127 : active raid1 vdb[1] vda[0]
+      307200 blocks super 1.2 [2/2] [UU]
+"""
+MDSTAT_DEGRADED = MDSTAT_WHOLE.replace("[2/2] [UU]", "[2/1] [U_]").replace("vdb[1] ", "")
+
+
+def test_md_is_degraded_when_a_member_is_missing_or_marked_faulty() -> None:
+    assert not labdisk.degraded(MDSTAT_WHOLE)
+    assert labdisk.degraded(MDSTAT_DEGRADED)
+    assert labdisk.degraded(MDSTAT_WHOLE.replace("vdb[1]", "vdb[1](F)"))
+    assert not labdisk.degraded("Personalities : [raid1]\nunused devices: <none>\n")
+
+
+def test_an_md_that_does_not_notice_is_recorded_not_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mdstat").write_text(MDSTAT_WHOLE)
+    monkeypatch.setattr(labdisk, "MDSTAT", tmp_path / "mdstat")
+    (done,) = run_commands([labdisk._wait_md_degraded(timeout=0.2)])
+    assert done.returncode == 0
+    assert done.output.startswith("md shows no member missing after 0.2 s")
 
 
 def test_outside_the_lab_a_pull_is_refused_and_its_undo_has_nothing_to_do(

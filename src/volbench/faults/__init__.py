@@ -71,7 +71,7 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
     if fault.action == "pull":
-        return labdisk.pull(fault, _pull_may_lose(spec, built))
+        return labdisk.pull(fault, _pull_may_lose(spec, built), spec.type == "mdraid")
     if fault.action in ("delay", "errors"):
         return dm.start(fault, built)
     if fault.action == "exhaust":

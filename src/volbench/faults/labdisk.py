@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -46,6 +47,12 @@ ANSWER_TIMEOUT = 30.0
 PLUG_ANSWER_TIMEOUT = 90.0
 LINK_TIMEOUT = 60.0
 LINK_POLL_S = 0.05
+# After an md member's pull: how long to watch /proc/mdstat for md to notice (md learns
+# of a vanished member from its next failed I/O, or from udev's `mdadm -If`).
+MDSTAT = Path("/proc/mdstat")
+MD_NOTICE_TIMEOUT = 10.0
+# "[2/1]": an array with fewer members working than it has, or a member marked (F).
+_DEGRADED = re.compile(r"\[(\d+)/(\d+)\]|\(F\)")
 
 
 def is_lab_disk(device: str | None) -> bool:
@@ -119,17 +126,49 @@ def slow(fault: FaultSpec) -> Action:
                   facts={"percent": percent, "disk": name, "via": "qmp"})
 
 
-def pull(fault: FaultSpec, may_lose: str = "") -> Action:
+def pull(fault: FaultSpec, may_lose: str = "", md_member: bool = False) -> Action:
     """The lab disk `fault.device` names, pulled out of the running guest: done once its
-    by-id link is gone. Its journal entry (written before the request) plugs it back
-    whatever happens while the VM runs; `may_lose`: why the pull may cost data ('' when
-    a copy elsewhere holds it)."""
+    by-id link is gone (and, for an md member, once md shows the array degraded, or
+    after MD_NOTICE_TIMEOUT: the record says which). Its journal entry (written before
+    the request) plugs it back whatever happens while the VM runs; `may_lose`: why the
+    pull may cost data ('' when a copy elsewhere holds it)."""
     _need_lab(fault, "pulling", "a host loop disk cannot be pulled (docs/faults.md)")
     name = disk_name(str(fault.device))
-    return Action("pull", "fault-labdisk", {"disk": name, "pulled": True},
-                  lambda: [_request("pull", name, timeout=PLUG_ANSWER_TIMEOUT),
-                           _wait_link(name, False)], _undo_commands,
-                  facts={"disk": name, "via": "qmp"}, may_lose=may_lose)
+
+    def steps() -> list[Command]:
+        out = [_request("pull", name, timeout=PLUG_ANSWER_TIMEOUT), _wait_link(name, False)]
+        return [*out, _wait_md_degraded()] if md_member else out
+
+    return Action("pull", "fault-labdisk", {"disk": name, "pulled": True}, steps,
+                  _undo_commands, facts={"disk": name, "via": "qmp"}, may_lose=may_lose)
+
+
+def degraded(mdstat: str) -> bool:
+    """Does /proc/mdstat show an array missing a member ("[2/1]") or one marked (F)?"""
+    return any(m.group(0) == "(F)" or m.group(1) != m.group(2)
+               for m in _DEGRADED.finditer(mdstat))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror}"
+
+
+def _wait_md_degraded(timeout: float = MD_NOTICE_TIMEOUT) -> Command:
+    """The step that watches /proc/mdstat until md shows the loss (never an error: an md
+    that has not noticed yet is a finding, recorded with the file as it was)."""
+
+    def call() -> str:
+        started = time.monotonic()
+        while not degraded(text := _read(MDSTAT)):
+            if time.monotonic() - started > timeout:
+                return f"md shows no member missing after {timeout:g} s:\n{text}"
+            time.sleep(LINK_POLL_S)
+        return f"md degraded after {time.monotonic() - started:.2f} s:\n{text}"
+
+    return Command(text="wait until /proc/mdstat shows the array degraded", call=call)
 
 
 def _need_lab(fault: FaultSpec, doing: str, instead: str) -> None:

@@ -117,7 +117,19 @@ def serve(qmp: Monitor, spec: LabSpec, images: Sequence[Path],
     if request["action"] == "return" and not _present(qmp, index):
         _plug(qmp, run, spec, images, index)
     returned = run(command, arguments)
-    return {"command": command, "arguments": arguments, "returned": returned, "steps": steps}
+    return {"command": command, "arguments": arguments, "returned": returned, "steps": steps,
+            "caps_now": _caps_now(qmp, index)}
+
+
+def _caps_now(qmp: Monitor, index: int) -> dict[str, Any]:
+    """The disk's throttle as QEMU reports it after the change (query-block), so the
+    record shows the caps hold, on a disk put back too ({} when QEMU lists no such disk)."""
+    for block in qmp.execute("query-block"):
+        if block.get("qdev") == diskopts.backend_path(index):
+            inserted = block.get("inserted") or {}
+            return {k: v for k, v in inserted.items()
+                    if k.split("_max")[0] in QMP_NAMES.values() or k == "group"}
+    return {}
 
 
 def _present(qmp: Monitor, index: int) -> bool:
