@@ -137,3 +137,26 @@ def test_a_guest_that_does_not_let_go_of_a_pulled_disk_is_a_clear_error(qemu: Pa
     with Qmp(qemu) as qmp, pytest.raises(LabError, match="did not let go of the disk"):
         serve(qmp, SPEC, images(tmp_path), {"action": "pull", "disk": "m1"},
               unplug_timeout=1.0)
+
+
+def test_the_journal_puts_a_pulled_disk_back_through_the_bridge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What teardown and `volbench cleanup` in the guest run for a pull's journal entry:
+    # the request goes through the channel, the host's bridge plugs m2 back into QEMU.
+    from volbench.system import journal
+
+    disks = images(tmp_path)
+    options = qemu_options(SPEC, disks)
+    cut = options.index("-drive", options.index("-drive") + 1)
+    links = tmp_path / "by-id"
+    links.mkdir()
+    (links / "virtio-m2").touch()  # the guest's udev, which this QEMU has not
+    monkeypatch.setattr(labdisk, "LINKS", links)
+    monkeypatch.setenv(labdisk.CHANNEL_ENV, str(tmp_path / "faults"))
+    with started(tmp_path, options[:cut]) as sock:
+        bridge = FaultBridge(SPEC, tmp_path / "faults", sock, disks).start()
+        try:
+            journal.UNDO["fault-labdisk"]({"disk": "m2", "pulled": True})
+        finally:
+            bridge.stop()
+        assert iops_of(sock) == {"labdev0": 500, "labdev1": 500}
