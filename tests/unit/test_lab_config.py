@@ -101,7 +101,7 @@ def test_qemu_options_throttle_each_disk_by_its_class(tmp_path: Path) -> None:
     assert "throttling.iops-total=2000" in drives[1]
     devices = [opts[i + 1] for i, o in enumerate(opts) if o == "-device"]
     assert devices[1] == (
-        "virtio-blk-pci,drive=labdisk0,serial=d1,bus=labbr0,addr=0x1,write-cache=off,config-wce=off"
+        "virtio-blk-pci,drive=labdisk0,id=labdev0,serial=d1,bus=labbr0,addr=0x1,write-cache=off,config-wce=off"
     )
     many, _ = lab({"disks": [{"name": "d", "count": 40}]})
     opts = qemu_options(many, [tmp_path / f"{d.name}.raw" for d in many.disks])

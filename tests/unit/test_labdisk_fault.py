@@ -24,7 +24,7 @@ def test_slow_cuts_every_cap_and_drops_bursts_return_restores_them() -> None:
 def test_a_request_names_a_disk_of_this_lab_by_its_drive() -> None:
     command, args = answer(SPEC, {"action": "slow", "disk": "m2", "percent": 20})
     assert command == "block_set_io_throttle"
-    assert args["device"] == "labdisk1"
+    assert args["id"] == "/machine/peripheral/labdev1/virtio-backend"
     assert args["iops"] == 400 and args["bps"] == 40 * 1024**2  # fast: 2000 IOPS, 200 MiB/s
     assert answer(SPEC, {"action": "return", "disk": "m1"})[1]["iops"] == 500
 
@@ -32,7 +32,7 @@ def test_a_request_names_a_disk_of_this_lab_by_its_drive() -> None:
 @pytest.mark.parametrize("request_, words", [
     ({"action": "slow", "disk": "sda", "percent": 10}, "no lab disk 'sda'"),
     ({"action": "slow", "disk": "m1", "percent": 0}, "not between 1 and 100"),
-    ({"action": "pull", "disk": "m1"}, "unknown lab-disk action"),
+    ({"action": "eject", "disk": "m1"}, "unknown lab-disk action"),
 ])
 def test_the_host_refuses_what_is_not_a_disk_or_an_action(request_: dict[str, object],
                                                           words: str) -> None:

@@ -24,6 +24,7 @@ UNDONE_BY: Mapping[str, str] = {
     "fail": "restore",   # md member: mdadm --fail/--remove, then --add (rebuild)
     "stop": "start",     # NFS server: nfsd threads to 0, then back
     "slow": "return",    # a disk's throttle cut to a fraction of its class
+    "pull": "return",    # a lab disk pulled out of the running VM (QMP device_del)
     "cut": "restore",    # iSCSI: the target's portal group off, then on
     "delay": "heal",     # an LV's dm table through dm-delay (delay_ms added to each I/O)
     "errors": "heal",    # an LV's dm table through dm-flakey, down: every I/O fails

@@ -36,7 +36,12 @@ COMMANDS = {
     "start": f"rpc.nfsd -G {nfs.GRACE_S} THREADS",
     "slow": "echo 'MAJ:MIN CAP*percent/100' > CGROUP/blkio.throttle.*_device (target:); "
             "QMP block_set_io_throttle DRIVE CAPS*percent/100 (device: a lab disk)",
-    "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device",
+    "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device (target:); QMP "
+              "block_set_io_throttle DEVICE CAPS (device: a lab disk), after a pull first "
+              "blockdev-add IMAGE + device_add virtio-blk-pci serial=NAME at its slot; wait "
+              "for /dev/disk/by-id/virtio-NAME",
+    "pull": "QMP device_del DEVICE (a lab disk; until QEMU has deleted it); wait until "
+            "/dev/disk/by-id/virtio-NAME is gone",
     "delay": "dmsetup suspend LV; dmsetup load LV --table '0 LEN delay MAJ:MIN OFFSET "
              "delay_ms'; dmsetup resume LV",
     "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
@@ -65,11 +70,21 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return labdisk.slow(fault)
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
+    if fault.action == "pull":
+        return labdisk.pull(fault, _pull_may_lose(spec, built), spec.type == "mdraid")
     if fault.action in ("delay", "errors"):
         return dm.start(fault, built)
     if fault.action == "exhaust":
         return thin.exhaust(fault, built)
     raise FaultError(f"'{fault.action}' ends a fault; it has no action of its own")
+
+
+def _pull_may_lose(spec: TargetSpec, built: Built) -> str:
+    """Why a pulled disk may cost data: an md member as md's level says; any other disk
+    loses the writes it had not finished, and a filesystem on it may not survive."""
+    if spec.type == "mdraid":
+        return md.may_lose(str(built.info.get("level") or ""))
+    return "the disk was pulled: writes it had not finished are lost"
 
 
 __all__ = ["COMMANDS", "DM_TABLE", "Action", "FaultError", "dm", "iscsi", "labdisk",

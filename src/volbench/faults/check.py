@@ -48,6 +48,8 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
     if spec is None:
         return [_unknown(where, fault, targets)]
     field = "device" if fault.device else "target"
+    if fault.action == "pull":
+        return _pull_problems(where, fault, in_lab)
     if fault.action in THROTTLED:
         if is_lab_disk(fault.device) and in_lab:
             return []  # its class's throttle lives in QEMU: changed through QMP
@@ -79,6 +81,25 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
         return [Problem(f"{where}.device", f"{disk.path} is a real disk outside the lab; a fault "
                         "on it could cost its data",
                         "run it in the lab (volbench lab run), or set wipe: true on that disk")]
+    return []
+
+
+def _pull_problems(where: str, fault: FaultSpec, in_lab: bool) -> list[Problem]:
+    """`pull` takes a lab disk out of the running VM (QMP); nothing else can vanish
+    honestly: a host loop disk detached while open only gets autoclear (docs/faults.md)."""
+    if fault.device is None:
+        return [Problem(f"{where}.target", "'pull' takes one disk out; it names the disk",
+                        "give device: (a lab disk a target lists, "
+                        "/dev/disk/by-id/virtio-NAME)")]
+    if not is_lab_disk(fault.device):
+        return [Problem(f"{where}.device", f"{fault.device} cannot be pulled: only a lab "
+                        "disk can vanish from a running system here (losetup -d of an open "
+                        "loop device only marks it to go once closed; its I/O goes on)",
+                        "pull a lab disk in the lab (volbench lab run, device: "
+                        "/dev/disk/by-id/virtio-NAME)")]
+    if not in_lab:
+        return [Problem(f"{where}.device", f"pulling {fault.device} needs the lab VM, where "
+                        "QEMU can take the disk out", "run it with volbench lab run")]
     return []
 
 

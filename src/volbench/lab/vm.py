@@ -26,7 +26,7 @@ from pathlib import Path
 
 from volbench.config.lab import LabSpec
 from volbench.core.errors import Interrupted
-from volbench.lab import guest
+from volbench.lab import diskopts, guest
 from volbench.lab.console import Console
 from volbench.lab.errors import LabBootError, LabError, LabTimeout, console_tail
 from volbench.lab.faultbridge import FaultBridge
@@ -40,8 +40,6 @@ from volbench.system.recipe import Recipe
 
 DEFAULT_WORKDIR = Path("/var/tmp/volbench/lab")
 VNG_VERSION = "1.42"
-# Disks go behind PCI bridges: bus 0 has room for ~21 devices next to vng's own.
-SLOTS_PER_BRIDGE = 31
 _counter = iter(range(1, 1_000_000))
 # Seconds an interrupted guest gets to stop its own work cleanly before the VM is killed.
 STOP_GRACE = 60.0
@@ -95,33 +93,10 @@ def qemu_options(spec: LabSpec, images: Sequence[Path], qmp: Path | None = None)
     if spec.accel == "tcg":
         # A smaller translation-block cache: the default takes ~1 GiB of host RAM.
         opts += ["-accel", "tcg,tb-size=256"]
-    for b in range((len(spec.disks) + SLOTS_PER_BRIDGE - 1) // SLOTS_PER_BRIDGE):
-        opts += ["-device", f"pci-bridge,id=labbr{b},chassis_nr={b + 1},shpc=off"]
-    for i, (disk, image) in enumerate(zip(spec.disks, images, strict=True)):
-        cls = spec.disk_class(disk)
-        drive = ",".join(
-            [
-                f"file={image}",
-                "if=none",
-                f"id=labdisk{i}",
-                "format=raw",
-                *cls.qemu_cache(),
-                "aio=threads",
-                *cls.qemu_throttling(),
-            ]
-        )
-        bridge, slot = divmod(i, SLOTS_PER_BRIDGE)
-        device = ",".join(
-            [
-                "virtio-blk-pci",
-                f"drive=labdisk{i}",
-                f"serial={disk.name}",
-                f"bus=labbr{bridge}",
-                f"addr={slot + 1:#x}",
-                *cls.qemu_device(),
-            ]
-        )
-        opts += ["-drive", drive, "-device", device]
+    for bridge in diskopts.bridges(spec):
+        opts += ["-device", bridge]
+    for i, (_, image) in enumerate(zip(spec.disks, images, strict=True)):
+        opts += diskopts.qemu_disk_options(spec, i, image)
     return opts
 
 
@@ -232,7 +207,7 @@ def run_in_vm(
         argv_vng = vng_argv(vng, spec, kernel, outdir, qemu_options(spec, images, qmp),
                             f"sh {run_sh}")
         # Lab-disk faults asked by the guest (faults/labdisk.py), run through QMP.
-        bridge = FaultBridge(spec, lab / guest.CHANNEL, qmp).start()
+        bridge = FaultBridge(spec, lab / guest.CHANNEL, qmp, images).start()
         try:
             return _boot_and_wait(
                 spec,
