@@ -117,6 +117,26 @@ def test_phase_metrics_from_series_and_events() -> None:
     assert note == "not recovered by the end of the run"
 
 
+def test_ios_that_moved_no_bytes_are_not_the_disks_iops() -> None:
+    # A pulled lab disk reads as empty: 15 000 "IOPS" a second at 0 B/s (lab: 13-21 k).
+    # A real slow second at 512 B (3 IOPS, fio's KiB/s log rounds it to 0) stays.
+    pulled = range(11, 21)
+    iops = Series("iops", "op/s", tuple(secs({t: 15000.0 if t in pulled else
+                                             3.0 if t == 25 else 100.0 for t in range(1, 31)})),
+                  {"op": "read"})
+    bw = Series("bw", "B/s", tuple(secs({t: 0.0 if t in pulled or t == 25 else 409600.0
+                                         for t in range(1, 31)})), {"op": "read"})
+    events = [{"done_s": 10.0, "phase": "pull", "action": "pull", "error": None},
+              {"done_s": 20.0, "phase": "after", "action": "return", "fault": "pull",
+               "error": None}]
+    parsed = phase_metrics(Parsed(series=(iops, bw)), events, 30.2, {})
+    got = {(m.name, m.tags.get("phase")): m.value for m in parsed.metrics}
+    assert got[("iops", "pull")] == 0.0 and got[("iops", "before")] == 100.0
+    assert got[("stall_seconds", "pull")] == 10.0
+    assert got[("empty_ios", None)] == 150000.0
+    assert got[("iops", "after")] == pytest.approx((9 * 100.0 + 3.0) / 10)
+
+
 def test_a_failed_action_opens_no_phase() -> None:
     iops = Series("iops", "op/s", tuple(secs({t: 100.0 for t in range(1, 11)})), {"op": "write"})
     events = [{"done_s": 5.0, "phase": "stop", "error": "rpc.nfsd 0 failed"}]

@@ -27,6 +27,9 @@ RATES = ("iops", "bw")
 TAIL_SLACK_S = 2.0
 # A rebuild less far along than this says too little to project its length.
 MIN_PROJECTED = 0.02
+# Completions in a second with no bytes moved at or above this are empty I/Os
+# (without_empty), not the disk's.
+EMPTY_MIN_IOPS = 10.0
 # A start later than this is not fio's start-up (a clock step, a confused output).
 MAX_OFFSET_S = 30.0
 
@@ -81,6 +84,30 @@ def fio_offset(outputs: Mapping[str, str], started: float) -> float:
     return offset if 0.0 <= offset < MAX_OFFSET_S else 0.0
 
 
+def without_empty(series: Sequence[Series]) -> tuple[list[Series], float]:
+    """The series with seconds of I/Os that moved no bytes counted as no completions, and
+    how many such I/Os there were.
+
+    A lab disk pulled out of the guest has capacity 0: every read then returns 0 bytes at
+    once, without an error, and fio counts each as done (13 000-21 000 "IOPS" at 0 B/s in
+    the lab). A second with at least EMPTY_MIN_IOPS completions and no bytes cannot be
+    real I/O (10 of the smallest, 512 B, are 5 KiB), so its IOPS are not the disk's."""
+    bw = {(s.tags.get("op", ""), t): v for s in series if s.name == "bw" for t, v in s.points}
+    out, empty = [], 0.0
+    for s in series:
+        if s.name != "iops":
+            out.append(s)
+            continue
+        op, points = s.tags.get("op", ""), []
+        for t, v in s.points:
+            if v >= EMPTY_MIN_IOPS and bw.get((op, t)) == 0:
+                empty += v
+                v = 0.0
+            points.append((t, v))
+        out.append(replace(s, points=tuple(points)))
+    return out, empty
+
+
 def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
     total: dict[float, float] = {}
     for s in series:
@@ -100,7 +127,11 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
         return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
     end = run_end(series, elapsed - offset, fio_runtime(logs))
     split = phases.split(phases.cuts(events, offset), end)
+    series, empty = without_empty(series)
     out: list[Metric] = []
+    if empty:
+        out.append(Metric("empty_ios", empty, "op", {}, "I/Os that returned no bytes (a "
+                          "pulled disk reads as empty): not counted in the phases' IOPS"))
     for phase in split:
         out += _rates(series, phase)
         out.append(Metric("phase_seconds", phase.length, "s", {"phase": phase.name}))
