@@ -94,6 +94,7 @@ def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
 
     iqn = "iqn.2024-01.org.volbench:vb-i1"
     monkeypatch.setattr(iscsi, "CONFIGFS", tmp_path)
+    monkeypatch.setattr(iscsi, "SYSFS", tmp_path / "sys")
     built = Built("i1", "iscsi", None, "/dev/sdb", info={
         "server": {"server": "lio", "iqn": iqn}, "iqn": iqn, "portal": "127.0.0.1:3260",
         "session": {"Recovery Timeout": "15"}})
@@ -105,6 +106,8 @@ def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
     switch.parent.mkdir(parents=True)
     switch.write_text("0")
     assert action.undo_commands(action.data) == [Command(path=str(switch), text="1")]
+    assert action.sample is not None
+    assert action.sample() == {"iscsi_path": {"session": None, "disk": None}}  # not here
     tgt = Built("i2", "iscsi", None, "/dev/sdc", info={"server": {"server": "tgt"}, "iqn": iqn})
     with pytest.raises(FaultError, match="set server: lio"):
         iscsi.cut(FaultSpec(5, "cut", target="i2"), tgt)
@@ -165,6 +168,25 @@ def test_dm_undo_loads_the_own_table_back_and_always_resumes(
 POOL_STATUS = ("0 614400 thin-pool 1 11/4096 1024/4800 - rw discard_passdown "
                "queue_if_no_space - 1024")
 POOL_TABLE = "0 614400 thin-pool 254:1 254:2 128 0 0"
+
+
+def test_iscsi_path_state_reads_the_session_and_its_disk_from_sysfs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from volbench.faults import iscsi
+
+    iqn = "iqn.2003-01.org.volbench:vb-il-1"
+    monkeypatch.setattr(iscsi, "SYSFS", tmp_path)
+    for n, name, state in ((1, "iqn.2003-01.org.volbench:vb-other", "LOGGED_IN"),
+                           (2, iqn, "FAILED")):
+        session = tmp_path / "class" / "iscsi_session" / f"session{n}"
+        session.mkdir(parents=True)
+        (session / "targetname").write_text(name + "\n")
+        (session / "state").write_text(state + "\n")
+    device = tmp_path / "block" / "sdc" / "device"
+    device.mkdir(parents=True)
+    (device / "state").write_text("transport-offline\n")
+    assert iscsi.path_state(iqn, "/dev/sdc") == {"session": "FAILED",
+                                                 "disk": "transport-offline"}
 
 
 def test_thin_pool_status_gives_free_chunks_and_the_full_mode() -> None:
