@@ -20,6 +20,7 @@ from volbench.engine.faultphases import (
 )
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
+from volbench.workloads.fioverify import measured_options
 
 
 def secs(values: dict[int, float]) -> list[tuple[float, float]]:
@@ -245,6 +246,12 @@ def test_io_errors_say_when_fio_ended_the_run_after_a_pass_of_failed_writes() ->
     assert early.note == ("first error: errno 28 (No space left on device); fio ended the "
                           "job after 0.0 s of 5 s: no write of a whole pass over the file "
                           "(4M) succeeded, and with verify headers fio stops such a job")
-    # Without verify the same failing writes ran the whole 5 s: no such note.
+    # With volbench's measured options (no random map, io_size far beyond) and without
+    # verify, the same failing writes ran the whole 5 s: no such note.
+    onepass = data / "errors-pass-onepass"
+    assert " ".join(measured_options({"rw": "randwrite"})) in onepass.with_suffix(
+        ".cmd").read_text()
+    (whole,) = io_errors({"fio.json": onepass.with_suffix(".json").read_text()})
+    assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"
     (whole,) = io_errors({"fio.json": (data / "errors-pass-noverify.json").read_text()})
     assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"

@@ -4,8 +4,9 @@
 # after each `size` bytes issued and stops the job if none of them completed: "stop job
 # if we failed doing any IO"). Every write fails here: a sparse file on a full tmpfs
 # (ENOSPC), random 4k writes QD4 for 5 s with continue_on_error, once with the verify
-# headers a faulted run writes (ends after one pass: 1024 errors, ~0.1 s) and once
-# without (runs its 5 s). Needs root (mount).
+# headers a faulted run writes (ends after one pass: 1024 errors, ~0.1 s), once with
+# them and without a random map (volbench's measured options since: runs its 5 s) and
+# once without verify (runs its 5 s). Needs root (mount).
 set -u
 OUT=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d /tmp/errpass.XXXXXX)
@@ -22,5 +23,7 @@ JOB=(--name=w --filename="$W/data" --rw=randwrite --bs=4k --size=4M --time_based
      --runtime=5 --ioengine=libaio --direct=1 --iodepth=4 --continue_on_error=all
      --ignore_error=EIO,EIO:ENOSPC)
 run errors-pass-verify "${JOB[@]}" --verify=crc32c --do_verify=0
+run errors-pass-onepass "${JOB[@]}" --verify=crc32c --do_verify=0 --verify_state_save=0 \
+  --norandommap --io_size=1P
 run errors-pass-noverify "${JOB[@]}"
 umount "$W" && rmdir "$W"
