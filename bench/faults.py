@@ -18,6 +18,10 @@ I/O errors, and a Markdown table for docs/faults.md. `--parts` picks the parts (
 either way; the reads workload runs only with md).
 
     .venv/bin/python bench/faults.py [--runtime 45] [--parts md,nfs,iscsi] [--keep DIR]
+        [--timeline TARGET OUT.svg]
+
+`--timeline` also writes the HTML report's IOPS time-series chart of TARGET's faulted run
+(its phases shaded and labelled), as docs/img/faults-iscsi-cut.svg was made.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from volbench import report
+from volbench.report.charts import all_charts
 from volbench.store.db import Store
 
 D = "/dev/disk/by-id/virtio-{}".format
@@ -122,13 +128,35 @@ def table(db: Path) -> list[str]:
     return lines
 
 
+def timeline(db: Path, target: str, out: Path) -> None:
+    """The report's per-second IOPS chart of the runs of `target` alone, as an SVG file."""
+    options = report.ReportOptions()
+    with Store(db, create=False) as store:
+        (row,) = store.experiments()[-1:]
+        runs = [r for r in store.runs([row.id], series=True) if r.target == target]
+        targets = [t for t in store.targets(row.id) if t.name == target]
+        rep = report.build([row], targets, runs, options)
+    chart = next(c for c in all_charts(rep, options)
+                 if c.slug.endswith("series") and "-iops" in c.slug)
+    out.write_text(chart.svg)
+    print(f"wrote {out} ({chart.width}x{chart.height})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runtime", type=int, default=45)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
     parser.add_argument("--keep", type=Path, help="keep the database and report here")
+    parser.add_argument("--timeline", nargs=2, metavar=("TARGET", "SVG"),
+                        help="write the IOPS time-series chart of TARGET's run to SVG")
+    parser.add_argument("--db", type=Path, help="report this database, run nothing")
     args = parser.parse_args()
+    if args.db is not None:
+        print("\n".join(table(args.db)))
+        if args.timeline:
+            timeline(args.db, args.timeline[0], Path(args.timeline[1]))
+        return
     parts = tuple(p for p in args.parts.split(",") if p)
     if not parts or set(parts) - set(PARTS):
         parser.error(f"--parts: give some of {', '.join(PARTS)}, comma-separated")
@@ -144,6 +172,8 @@ def main() -> None:
     # Exit 3: some runs failed, e.g. RAID0's next run after its member was failed.
     print(f"one boot, {time.monotonic() - t0:.0f} s, exit {done.returncode}; database {db}")
     print("\n".join(table(db)))
+    if args.timeline:
+        timeline(db, args.timeline[0], Path(args.timeline[1]))
 
 
 if __name__ == "__main__":
