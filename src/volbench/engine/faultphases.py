@@ -53,7 +53,7 @@ def _ended_early(job: Mapping[str, Any]) -> str:
     fio 3.33's do_io() returns after each `size` bytes issued when verify is set (a
     faulted write run's crc32c headers) and ends the job, exit code 0, when none of them
     completed: errors that last a whole pass over the file end the run there
-    (tests/data/fio/3.33/errors-pass.capture.sh: 1024 failed writes, 17 ms of 5 s)."""
+    (tests/data/fio/3.33/error-pass.capture.sh: 1024 failed writes, 10-17 ms of 5 s)."""
     options = job.get("job options", {})
     if options.get("time_based") not in ("1", "") or "runtime" not in options:
         return ""

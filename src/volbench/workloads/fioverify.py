@@ -129,7 +129,7 @@ def layout(filename: str, params: Params, ctx: RunContext) -> Invocation:
 # a fault that fails every write for one pass over the file (dm `errors`, an iSCSI path
 # down past its replacement_timeout) ended the run there, exit code 0. A random job
 # without a random map goes on to `io_size` bytes before such a return, so it runs its
-# time (tests/data/fio/3.33/errors-pass.capture.sh). Its offsets are then drawn with
+# time (tests/data/fio/3.33/error-pass.capture.sh). Its offsets are then drawn with
 # repeats instead of each block once per pass; with do_verify=0 fio keeps no list of them.
 ONE_PASS = ("--norandommap", "--io_size=1P")
 RANDOM_WRITING = ("randwrite", "randrw")

@@ -22,8 +22,8 @@ run() {  # name, fio args...
 JOB=(--name=w --filename="$W/data" --rw=randwrite --bs=4k --size=4M --time_based=1
      --runtime=5 --ioengine=libaio --direct=1 --iodepth=4 --continue_on_error=all
      --ignore_error=EIO,EIO:ENOSPC)
-run errors-pass-verify "${JOB[@]}" --verify=crc32c --do_verify=0
-run errors-pass-onepass "${JOB[@]}" --verify=crc32c --do_verify=0 --verify_state_save=0 \
+run error-pass-verify "${JOB[@]}" --verify=crc32c --do_verify=0
+run error-pass-onepass "${JOB[@]}" --verify=crc32c --do_verify=0 --verify_state_save=0 \
   --norandommap --io_size=1P
-run errors-pass-noverify "${JOB[@]}"
+run error-pass-noverify "${JOB[@]}"
 umount "$W" && rmdir "$W"
