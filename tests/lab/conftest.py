@@ -36,6 +36,7 @@ from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
 from test_faults_pull_lab import EXPERIMENT as PULL
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
+from test_faults_timeouts_lab import EXPERIMENT as TIMEOUTS
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
 from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
@@ -108,7 +109,7 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need_lab()
     out = tmp_path_factory.mktemp("sharedlab")
     runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
-            "qmpiscsi": QMP_ISCSI, "pull": PULL}
+            "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS}
     specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
              LabSpec(disks=(NFS_DISK,))]
     for name, text in runs.items():

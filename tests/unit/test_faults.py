@@ -140,6 +140,13 @@ workloads:
      "lv1 is not one"),
     ("[{at: 5s, action: exhaust, target: thin, for: 5s, error_if_no_space: 2}]",
      "workloads[0].faults[0].error_if_no_space:"),
+    ("[{at: 5s, action: exhaust, target: thin, for: 5s, no_space_timeout: 0s}]",
+     "workloads[0].faults[0].no_space_timeout: 0 s is not a whole number of seconds from 1 "
+     "to 3600 (e.g. no_space_timeout: 8s)"),
+    ("[{at: 5s, action: exhaust, target: thin, for: 5s, no_space_timeout: 2.5s}]",
+     "workloads[0].faults[0].no_space_timeout: 2.5 s is not a whole number"),
+    ("[{at: 5s, action: delay, target: lv1, for: 5s, no_space_timeout: 8s}]",
+     "workloads[0].faults[0].no_space_timeout:"),
 ])
 def test_dm_faults_need_a_linear_lv_on_one_disk(faults: str, expected: str) -> None:
     found = problems(DM_TARGETS.replace("FAULTS", faults))
@@ -163,3 +170,11 @@ def test_exhaust_takes_error_if_no_space_0_or_1() -> None:
         exp = parse_text(DM_TARGETS.replace("FAULTS", "[{at: 5s, action: exhaust, target: thin, "
                                             f"for: 5s, error_if_no_space: {value}}}]"), "x.yaml")
         assert exp.workloads[0].faults[0].options == {"error_if_no_space": value}
+
+
+def test_exhaust_takes_no_space_timeout_as_whole_seconds() -> None:
+    exp = parse_text(DM_TARGETS.replace("FAULTS", "[{at: 5s, action: exhaust, target: thin, "
+                                        "for: 20s, error_if_no_space: 0, no_space_timeout: "
+                                        "1m}]"), "x.yaml")
+    assert exp.workloads[0].faults[0].options == {"error_if_no_space": 0,
+                                                  "no_space_timeout": 60}

@@ -94,6 +94,7 @@ def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
 
     iqn = "iqn.2024-01.org.volbench:vb-i1"
     monkeypatch.setattr(iscsi, "CONFIGFS", tmp_path)
+    monkeypatch.setattr(iscsi, "SYSFS", tmp_path / "sys")
     built = Built("i1", "iscsi", None, "/dev/sdb", info={
         "server": {"server": "lio", "iqn": iqn}, "iqn": iqn, "portal": "127.0.0.1:3260",
         "session": {"Recovery Timeout": "15"}})
@@ -105,6 +106,8 @@ def test_iscsi_cut_switches_lios_portal_group_off_and_on(tmp_path: Path,
     switch.parent.mkdir(parents=True)
     switch.write_text("0")
     assert action.undo_commands(action.data) == [Command(path=str(switch), text="1")]
+    assert action.sample is not None
+    assert action.sample() == {"iscsi_path": {"session": None, "disk": None}}  # not here
     tgt = Built("i2", "iscsi", None, "/dev/sdc", info={"server": {"server": "tgt"}, "iqn": iqn})
     with pytest.raises(FaultError, match="set server: lio"):
         iscsi.cut(FaultSpec(5, "cut", target="i2"), tgt)
@@ -167,6 +170,25 @@ POOL_STATUS = ("0 614400 thin-pool 1 11/4096 1024/4800 - rw discard_passdown "
 POOL_TABLE = "0 614400 thin-pool 254:1 254:2 128 0 0"
 
 
+def test_iscsi_path_state_reads_the_session_and_its_disk_from_sysfs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from volbench.faults import iscsi
+
+    iqn = "iqn.2003-01.org.volbench:vb-il-1"
+    monkeypatch.setattr(iscsi, "SYSFS", tmp_path)
+    for n, name, state in ((1, "iqn.2003-01.org.volbench:vb-other", "LOGGED_IN"),
+                           (2, iqn, "FAILED")):
+        session = tmp_path / "class" / "iscsi_session" / f"session{n}"
+        session.mkdir(parents=True)
+        (session / "targetname").write_text(name + "\n")
+        (session / "state").write_text(state + "\n")
+    device = tmp_path / "block" / "sdc" / "device"
+    device.mkdir(parents=True)
+    (device / "state").write_text("transport-offline\n")
+    assert iscsi.path_state(iqn, "/dev/sdc") == {"session": "FAILED",
+                                                 "disk": "transport-offline"}
+
+
 def test_thin_pool_status_gives_free_chunks_and_the_full_mode() -> None:
     assert thin.pool_status(POOL_STATUS, POOL_TABLE) == {
         "free_chunks": 3776, "chunks": 4800, "chunk_bytes": 65536, "mode": "rw",
@@ -178,11 +200,24 @@ def test_thin_pool_status_gives_free_chunks_and_the_full_mode() -> None:
         thin.pool_status("0 614400 linear", POOL_TABLE)
 
 
+def thin_lvm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, when_full: str = "queue",
+             exists: bool = True) -> Path:
+    """LVM's view of a thin pool (its lv_when_full setting, the filler and snapshot there
+    or not) and the kernel's no_space_timeout (60 s) in a file of the test's own."""
+    param = tmp_path / "no_space_timeout"
+    param.write_text("60\n")
+    monkeypatch.setattr(thin, "NO_SPACE_TIMEOUT", param)
+    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: exists or lv == "pool")
+    monkeypatch.setattr(thin.lvmops, "lv_value", lambda vg, lv, column: when_full)
+    return param
+
+
 @pytest.mark.parametrize(("asked", "final"), [(1, "y"), (0, "n"), (None, "n")])
 def test_thin_exhaust_snapshots_then_fills_the_pool_in_error_mode(
-        monkeypatch: pytest.MonkeyPatch, asked: int | None, final: str) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, asked: int | None, final: str) -> None:
     monkeypatch.setattr(thin, "_pool_name", lambda vg: "vb_t1_1-pool-tpool")
     monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(POOL_STATUS, POOL_TABLE))
+    thin_lvm(monkeypatch, tmp_path)
     built = Built("t1", "lvm", None, "/dev/vb_t1_1/lv",
                   info={"vg": "vb_t1_1", "lv": "lv", "layout": "thin"})
     got = thin.exhaust(FaultSpec(8, "exhaust", target="t1", duration=6, options={} if asked
@@ -199,23 +234,48 @@ def test_thin_exhaust_snapshots_then_fills_the_pool_in_error_mode(
     # LVM refuses to set the mode the pool has already (seen in the lab: exit code 5).
     assert argv[4:] == ([] if final == "y" else
                         [("lvchange", "--errorwhenfull", "n", "vb_t1_1/pool")])
-    assert got.data == {"vg": "vb_t1_1", "pool": "vb_t1_1-pool-tpool", "errorwhenfull": "n"}
+    assert got.data == {"vg": "vb_t1_1", "pool": "vb_t1_1-pool-tpool", "errorwhenfull": "n",
+                        "no_space_timeout": 60}
     assert got.facts["when_full"] == ("error_if_no_space" if final == "y"
                                       else "queue_if_no_space")
+    assert got.facts["no_space_timeout_s"] == 60  # the kernel's, recorded though not asked
+
+
+def test_thin_exhaust_sets_no_space_timeout_before_the_fill_and_free_puts_it_back(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(thin, "_pool_name", lambda vg: "vb_t1_1-pool-tpool")
+    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(POOL_STATUS, POOL_TABLE))
+    param = thin_lvm(monkeypatch, tmp_path)
+    built = Built("t1", "lvm", None, "/dev/vb_t1_1/lv",
+                  info={"vg": "vb_t1_1", "lv": "lv", "layout": "thin"})
+    got = thin.exhaust(FaultSpec(8, "exhaust", target="t1", options={
+        "error_if_no_space": 0, "no_space_timeout": 8}), built)
+    # The kernel reads it when the pool runs out of space: it must be there before the fill.
+    assert got.apply_commands()[0] == Command(path=str(param), text="8")
+    assert got.facts["no_space_timeout_s"] == 8 and got.data["no_space_timeout"] == 60
+    param.write_text("8\n")  # applied
+    undo = got.undo_commands(got.data)
+    assert undo[-1] == Command(path=str(param), text="60")
+    assert [c.argv for c in undo[:2]] == [
+        ("lvremove", "-q", "-f", "-y", "vb_t1_1/vbfill", "vb_t1_1/vbsnap"),
+        ("lvchange", "--refresh", "vb_t1_1/pool")]
+    # After the timeout the kernel's status reads error_if_no_space, LVM's setting is still
+    # queue: no lvchange --errorwhenfull n, which LVM would refuse as "already set".
+    assert len(undo) == 3
+    param.write_text("60\n")
+    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: False)  # all torn down
+    assert got.undo_commands(got.data) == []
 
 
 def test_thin_free_removes_the_filler_and_snapshot_and_puts_the_mode_back(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = {"vg": "vg1", "pool": "vg1-pool-tpool", "errorwhenfull": "n"}
-    erroring = POOL_STATUS.replace("queue_if", "error_if")
-    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(erroring, POOL_TABLE))
-    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: True)
+    thin_lvm(monkeypatch, tmp_path, when_full="error")
     assert [c.argv for c in thin._undo_commands(data)] == [
         ("lvremove", "-q", "-f", "-y", "vg1/vbfill", "vg1/vbsnap"),
         ("lvchange", "--refresh", "vg1/pool"),
         ("lvchange", "--errorwhenfull", "n", "vg1/pool")]
-    monkeypatch.setattr(thin.lvmops, "lv_exists", lambda vg, lv: False)
-    monkeypatch.setattr(thin, "_status", lambda name: thin.pool_status(POOL_STATUS, POOL_TABLE))
+    thin_lvm(monkeypatch, tmp_path, when_full="queue", exists=False)
     assert thin._undo_commands(data) == []  # done already: the mode is as it was
 
 

@@ -20,6 +20,7 @@ from volbench.engine.faultphases import (
 )
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
+from volbench.workloads.fioverify import measured_options
 
 
 def secs(values: dict[int, float]) -> list[tuple[float, float]]:
@@ -254,3 +255,23 @@ def test_io_errors_from_fios_json() -> None:
     nospace = '{"jobs": [{"error": 0, "total_err": 9, "first_error": 28}]}'
     assert io_errors({"fio.json": nospace})[0].note == (
         "first error: errno 28 (No space left on device)")
+
+
+def test_io_errors_say_when_fio_ended_the_run_after_a_pass_of_failed_writes() -> None:
+    data = Path(__file__).parents[1] / "data" / "fio" / "3.33"
+    # Every write failed (ENOSPC); with the verify headers of a faulted run fio stopped
+    # after one pass over the 4M file (1024 writes), exit code 0, instead of running 5 s.
+    (early,) = io_errors({"fio.json": (data / "error-pass-verify.json").read_text()})
+    assert early.value == 1024.0
+    assert early.note == ("first error: errno 28 (No space left on device); fio ended the "
+                          "job after 0.0 s of 5 s: no write of a whole pass over the file "
+                          "(4M) succeeded, and with verify headers fio stops such a job")
+    # With volbench's measured options (no random map, io_size far beyond) and without
+    # verify, the same failing writes ran the whole 5 s: no such note.
+    onepass = data / "error-pass-onepass"
+    assert " ".join(measured_options({"rw": "randwrite"})) in onepass.with_suffix(
+        ".cmd").read_text()
+    (whole,) = io_errors({"fio.json": onepass.with_suffix(".json").read_text()})
+    assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"
+    (whole,) = io_errors({"fio.json": (data / "error-pass-noverify.json").read_text()})
+    assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"

@@ -64,7 +64,11 @@ def test_the_passes_read_what_the_measured_job_wrote() -> None:
         assert option in built.argv
     assert "--verify_interval=4k" in layout and "--bs=1M" in layout
     assert fioverify.measured_options(params) == ("--verify=crc32c", "--do_verify=0",
-                                                  "--verify_state_save=0")
+                                                  "--verify_state_save=0", "--norandommap",
+                                                  "--io_size=1P")
+    # Sequential writes keep their order (and fio's pass rule: docs/faults.md).
+    assert fioverify.measured_options({**params, "rw": "write"}) == (
+        "--verify=crc32c", "--do_verify=0", "--verify_state_save=0")
     assert " ".join(fioverify.measured_options(params)[:2]) in (
         FIO / "verify-randwrite.cmd").read_text()
     # No verify state file beside wherever volbench runs: the runs' own directory, none.

@@ -39,9 +39,13 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
     "slow": ("percent",),
     "delay": ("delay_ms",),
     # 1: the pool fails writes it has no chunk for (ENOSPC), 0: queues them; absent: as is.
-    "exhaust": ("error_if_no_space",),
+    # no_space_timeout: how long a queueing pool holds them before it fails them (whole
+    # seconds; the kernel's dm_thin_pool module parameter, 60 s by default).
+    "exhaust": ("error_if_no_space", "no_space_timeout"),
 }
 MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1}
+# Options written as durations (`no_space_timeout: 8s`), kept as whole seconds.
+DURATIONS = {"no_space_timeout": 3600}
 MAX_AT_S = 7 * 24 * 3600.0
 
 
@@ -99,13 +103,25 @@ def _one(fr: Reader) -> FaultSpec | None:
                    f"put for: on the {'/'.join(k for k, v in UNDONE_BY.items() if v == action)}")
     options: dict[str, int] = {}
     for key in OPTIONS.get(action, ()):
-        if fr.has(key):
+        if fr.has(key) and key in DURATIONS:
+            options[key] = _whole_seconds(fr, key, DURATIONS[key])
+        elif fr.has(key):
             options[key] = fr.integer(key, minimum=0 if key == "error_if_no_space" else 1,
                                       maximum=MAXIMA.get(key, 10**9))
     fr.finish()
     if action not in ACTIONS or (device is None) == (target is None):
         return None
     return FaultSpec(at, action, device, target, duration, options)
+
+
+def _whole_seconds(fr: Reader, key: str, maximum: int) -> int:
+    """A duration option the kernel takes in whole seconds, 1 s to `maximum` (0 would mean
+    "never" to dm-thin: a pool that queues writes until it is freed)."""
+    seconds = fr.duration(key)
+    if seconds != int(seconds) or not 1 <= seconds <= maximum:
+        fr.problem(key, f"{seconds:g} s is not a whole number of seconds from 1 to {maximum}",
+                   f"e.g. {key}: 8s")
+    return int(seconds)
 
 
 def _check_pairs(r: Reader, faults: tuple[FaultSpec, ...]) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from volbench.core import units
 from volbench.core.model import Metric, Parsed, Series
 from volbench.stats import phases
 from volbench.stats.histogram import merge_histograms, percentile_from_histogram
@@ -42,11 +43,30 @@ def io_errors(outputs: Mapping[str, str]) -> list[Metric]:
         count = sum(int(j["total_err"]) if "total_err" in j else int(j.get("error", 0) != 0)
                     for j in jobs)
         first = next((int(j["first_error"]) for j in jobs if j.get("first_error")), 0)
+        short = next((e for e in map(_ended_early, jobs) if e), "") if count else ""
     except (ValueError, TypeError, AttributeError, KeyError):
         return []
     # Which error it was: ENOSPC from a full thin pool, EIO from a failing disk.
     note = f"first error: errno {first} ({os.strerror(first)})" if count and first else ""
-    return [Metric("io_errors", float(count), "", note=note)]
+    return [Metric("io_errors", float(count), "", note="; ".join(n for n in (note, short) if n))]
+
+
+def _ended_early(job: Mapping[str, Any]) -> str:
+    """Why a time_based job with errors ran shorter than asked, '' when it did not.
+    fio 3.33's do_io() returns after each `size` bytes issued when verify is set (a
+    faulted write run's crc32c headers) and ends the job, exit code 0, when none of them
+    completed: errors that last a whole pass over the file end the run there
+    (tests/data/fio/3.33/error-pass.capture.sh: 1024 failed writes, 10-17 ms of 5 s)."""
+    options = job.get("job options", {})
+    if options.get("time_based") not in ("1", "") or "runtime" not in options:
+        return ""
+    asked = units.parse_duration(options["runtime"])
+    ran = float(job.get("job_runtime", 0)) / 1000
+    if ran >= asked - TAIL_SLACK_S:
+        return ""
+    return (f"fio ended the job after {ran:.1f} s of {asked:g} s: no write of a whole pass "
+            f"over the file ({options.get('size', 'size')}) succeeded, and with verify "
+            "headers fio stops such a job")
 
 
 def run_end(series: Sequence[Series], elapsed: float, measured: float | None = None) -> float:

@@ -47,10 +47,12 @@ COMMANDS = {
     "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
               "dmsetup resume LV",
     "heal": "dmsetup suspend LV; dmsetup load LV --table 'its own table'; dmsetup resume LV",
-    "exhaust": "lvcreate -V POOL_SIZE --thinpool VG/pool -n vbfill; lvchange --errorwhenfull "
-               "y VG/pool; lvcreate -s VG/lv -n vbsnap; fio --name=fill (vbfill until the "
-               "pool is full); lvchange --errorwhenfull y|n VG/pool",
-    "free": "lvremove VG/vbfill VG/vbsnap; lvchange --refresh VG/pool; --errorwhenfull as it was",
+    "exhaust": "echo SECONDS > /sys/module/dm_thin_pool/parameters/no_space_timeout (if "
+               "given); lvcreate -V POOL_SIZE --thinpool VG/pool -n vbfill; lvchange "
+               "--errorwhenfull y VG/pool; lvcreate -s VG/lv -n vbsnap; fio --name=fill "
+               "(vbfill until the pool is full); lvchange --errorwhenfull y|n VG/pool",
+    "free": "lvremove VG/vbfill VG/vbsnap; lvchange --refresh VG/pool; --errorwhenfull and "
+            "no_space_timeout as they were",
 }
 
 

@@ -20,7 +20,16 @@ shared and its next write must break the sharing with a chunk of its own.
 
 With `error_if_no_space` the pool fails such writes at once (ENOSPC, counted in
 io_errors with continue_on_error); with `queue` (LVM's default) they wait, up to the
-kernel's no_space_timeout (60 s), then fail. The mode is recorded with the event.
+kernel's no_space_timeout, then fail. That timeout is dm_thin_pool's module parameter
+(60 s by default), read by the kernel when a pool runs out of space; a fault's
+`no_space_timeout` writes it before the fill and the undo writes back the value it had:
+
+             echo SECONDS > /sys/module/dm_thin_pool/parameters/no_space_timeout
+
+When it expires the kernel fails the queued writes with ENOSPC and the pool fails
+further ones at once (its status then reads error_if_no_space, LVM's setting still
+queue) until its table is loaded again (`free`'s refresh). The mode and the timeout are
+recorded with the event.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from volbench.targets.base import Built
 FILLER, SNAPSHOT = "vbfill", "vbsnap"
 SECTOR = 512
 TIMEOUT = 60.0
+NO_SPACE_TIMEOUT = Path("/sys/module/dm_thin_pool/parameters/no_space_timeout")
 
 
 def pool_status(status: str, table: str) -> dict[str, Any]:
@@ -70,6 +80,36 @@ def _status(name: str) -> dict[str, Any]:
     return pool_status(status, proc.run(("dmsetup", "table", name), timeout=TIMEOUT).stdout)
 
 
+def _errorwhenfull(vg: str) -> str | None:
+    """LVM's own setting for the pool, y or n (None: no pool). Not the kernel's status:
+    after no_space_timeout the kernel fails writes (status error_if_no_space) while LVM's
+    setting, the one lvchange compares with, is still queue."""
+    if not lvmops.lv_exists(vg, "pool"):
+        return None
+    return "y" if lvmops.lv_value(vg, "pool", "lv_when_full") == "error" else "n"
+
+
+def no_space_timeout() -> int:
+    """The kernel's no_space_timeout in seconds (dm_thin_pool is loaded: a pool exists)."""
+    try:
+        return int(NO_SPACE_TIMEOUT.read_text().strip())
+    except (OSError, ValueError) as exc:
+        raise FaultError(f"cannot read {NO_SPACE_TIMEOUT}: {exc}; is dm_thin_pool loaded?"
+                         ) from exc
+
+
+def _timeout_back(data: Mapping[str, Any]) -> list[Command]:
+    """no_space_timeout as it was, if the fault changed it and it still differs."""
+    was = data.get("no_space_timeout")
+    if was is None:
+        return []
+    try:
+        now = no_space_timeout()
+    except FaultError:
+        return []  # the module is gone (the lab VM ended): nothing to put back
+    return [] if now == int(was) else [Command(path=str(NO_SPACE_TIMEOUT), text=str(was))]
+
+
 def _mode_command(pool: str, now: str, wanted: str) -> list[Command]:
     """lvchange --errorwhenfull, only when it changes something (LVM refuses a value the
     pool has already: 'Error when full is already set', exit code 5)."""
@@ -77,16 +117,20 @@ def _mode_command(pool: str, now: str, wanted: str) -> list[Command]:
 
 
 def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
-    """The filler and the snapshot removed, the pool refreshed, its full mode back."""
+    """The filler and the snapshot removed, the pool refreshed, its full mode and the
+    kernel's no_space_timeout back."""
     vg, pool = str(data["vg"]), f"{data['vg']}/pool"
+    back = _timeout_back(data)
+    try:
+        now = _errorwhenfull(vg)
+    except VolbenchError:
+        now = None
+    if now is None:
+        return back  # the pool is gone (torn down): nothing else of the fault is left
     gone = [f"{vg}/{lv}" for lv in (FILLER, SNAPSHOT) if lvmops.lv_exists(vg, lv)]
     out = [Command(("lvremove", "-q", "-f", "-y", *gone)),
            Command(("lvchange", "--refresh", pool))] if gone else []
-    try:
-        now = "y" if _status(str(data["pool"]))["when_full"] == "error_if_no_space" else "n"
-    except (VolbenchError, KeyError):
-        return out  # the pool is gone (torn down): nothing of the fault is left
-    return out + _mode_command(pool, now, str(data["errorwhenfull"]))
+    return out + _mode_command(pool, now, str(data["errorwhenfull"])) + back
 
 
 @undoer("fault-thin-exhaust")
@@ -103,10 +147,12 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
     try:
         name = _pool_name(vg)
         before = _status(name)
+        was = _errorwhenfull(vg) or "n"
+        timeout_was = no_space_timeout()
     except VolbenchError as exc:
         raise FaultError(f"cannot read the thin pool of {built.name}: {exc}") from exc
-    was = "y" if before["when_full"] == "error_if_no_space" else "n"
     wanted = fault.options.get("error_if_no_space")
+    timeout = fault.options.get("no_space_timeout", timeout_was)
     final = was if wanted is None else ("y" if wanted else "n")
     size = int(before["chunks"]) * int(before["chunk_bytes"])
     pool = f"{vg}/pool"
@@ -115,7 +161,10 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
     # The filler first, error mode next, the snapshot last: once every chunk is shared
     # the workload's writes take the free chunks by themselves (a 32M rest went within
     # seconds in the lab), and LVM makes no thin volume in a full pool.
+    # The kernel reads no_space_timeout when the pool runs out of space: set before the fill.
     commands = [
+        *([] if timeout == timeout_was else
+          [Command(path=str(NO_SPACE_TIMEOUT), text=str(timeout))]),
         Command(("lvcreate", "-q", "-V", f"{size}b", "--thinpool", pool, "-n", FILLER)),
         *_mode_command(pool, was, "y"),
         Command(("lvcreate", "-q", "-s", f"{vg}/{lv}", "-n", SNAPSHOT)),
@@ -130,8 +179,8 @@ def exhaust(fault: FaultSpec, built: Built) -> Action:
         except VolbenchError:
             return {"thin_pool": None}
 
-    return Action("exhaust", "fault-thin-exhaust", {"vg": vg, "pool": name,
-                                                    "errorwhenfull": was},
-                  lambda: list(commands), _undo_commands,
+    data = {"vg": vg, "pool": name, "errorwhenfull": was, "no_space_timeout": timeout_was}
+    return Action("exhaust", "fault-thin-exhaust", data, lambda: list(commands), _undo_commands,
                   facts={"pool": before, "when_full": "error_if_no_space" if final == "y"
-                         else "queue_if_no_space"}, sample=sample)
+                         else "queue_if_no_space", "no_space_timeout_s": timeout},
+                  sample=sample)

@@ -3,6 +3,7 @@
     - {name: lun, type: disk, device: /dev/disk/by-id/virtio-d2, fs: none}
     - {name: iscsi-raw, type: iscsi, on: [lun], fs: xfs}              # LIO, port 3260
     - {name: iscsi-tgt, type: iscsi, device: /dev/disk/by-id/virtio-d3, server: tgt}
+    - {name: lun5, type: iscsi, device: /dev/disk/by-id/virtio-d4, replacement_timeout: 5s}
 
 The LUN is the block device of the target named in `on:` (which must carry no
 filesystem: `fs: none`), or a disk of the iSCSI target's own (`device:`/`devices:`
@@ -11,7 +12,10 @@ target with targetcli, `server: tgt` runs the user-space tgtd (iscsiserver.py).
 The initiator (iscsid: the running one, or one volbench starts) logs in to
 `portal` (default 127.0.0.1:3260 for LIO, 127.0.0.1:3261 for tgt); the SCSI disk
 that appears gets a filesystem (`fs:`, default xfs; `none` gives the raw disk, as
-a raw LUN). Seed 003's "iSCSI datastore" is an `image` target (thick or thin) `on:`
+a raw LUN). `replacement_timeout` (default 15 s) is how long the initiator queues I/O
+while the path is down before it fails it (open-iscsi's
+node.session.timeo.replacement_timeout, set on the node record before the login).
+Seed 003's "iSCSI datastore" is an `image` target (thick or thin) `on:`
 an iSCSI target with a filesystem.
 
 Teardown (and `volbench cleanup`): unmount, log out and delete the node record,
@@ -30,7 +34,7 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
-from volbench.config.spec import Text
+from volbench.config.spec import Duration, Text
 from volbench.core.errors import ResourceError
 from volbench.system import daemons, proc
 from volbench.system.block import blockstack, iscsiserver, stackparse
@@ -62,9 +66,14 @@ class IscsiSpec(TargetSpec):
     host: str = "127.0.0.1"
     port: int = 3260
     fs: FsSpec = FsSpec("xfs")
+    replacement_timeout: int = REPLACEMENT_TIMEOUT
 
 
 SERVER = Text("server", "lio", choices=SERVERS, help="the iSCSI target server")
+TIMEOUT_FIELD = Duration(
+    "replacement_timeout", f"{REPLACEMENT_TIMEOUT}s",
+    help="how long the initiator queues I/O while the path is down, then fails it "
+         "(whole seconds, 1s to 1h)")
 PORTAL = Text("portal", None, help="ADDRESS:PORT on this machine; default 127.0.0.1:3260 "
                                    "(lio) or 127.0.0.1:3261 (tgt)")
 
@@ -79,6 +88,10 @@ def parse(r: Reader, name: str, limits: Limits) -> IscsiSpec:
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         r.problem("portal", f"'{portal}' is not ADDRESS:PORT", "e.g. portal: 127.0.0.1:3260")
         host, port_text = "127.0.0.1", "3260"
+    timeout = r.get(TIMEOUT_FIELD)
+    if timeout != int(timeout) or not 1 <= timeout <= 3600:
+        r.problem("replacement_timeout", f"{timeout:g} s is not a whole number of seconds "
+                  "from 1 to 3600", "e.g. replacement_timeout: 5s")
     if host not in ("127.0.0.1", "localhost"):
         r.problem(
             "portal",
@@ -94,6 +107,7 @@ def parse(r: Reader, name: str, limits: Limits) -> IscsiSpec:
         host="127.0.0.1",
         port=int(port_text),
         fs=parse_fs(r),
+        replacement_timeout=int(timeout),
     )
 
 
@@ -154,13 +168,15 @@ def session_views() -> list[stackparse.IscsiTargetView]:
     return stackparse.iscsi_session_detail(done.stdout)
 
 
-def login(scope: Scope, recipe: Recipe, iqn: str, portal: str) -> stackparse.IscsiTargetView:
+def login(scope: Scope, recipe: Recipe, iqn: str, portal: str,
+          replacement_timeout: int = REPLACEMENT_TIMEOUT) -> stackparse.IscsiTargetView:
     """A node record for exactly this target (no discovery: on a real host that would
-    record every target the portal offers), then login; waits for the SCSI disk."""
+    record every target the portal offers) with its replacement_timeout, then login;
+    waits for the SCSI disk."""
     scope.add("iscsi-session", name=iqn, iqn=iqn, portal=portal)
     recipe.run([*_node(iqn, portal), "-o", "new"], timeout=TIMEOUT)
-    # I/O fails after 15 s instead of 120 s when the target vanishes (a killed tgtd):
-    # teardown and cleanup then never hang that long on a dead LUN.
+    # I/O fails after 15 s (by default) instead of open-iscsi's 120 s when the target
+    # vanishes (a killed tgtd): teardown and cleanup then never hang that long on a dead LUN.
     recipe.run(
         [
             *_node(iqn, portal),
@@ -169,7 +185,7 @@ def login(scope: Scope, recipe: Recipe, iqn: str, portal: str) -> stackparse.Isc
             "-n",
             "node.session.timeo.replacement_timeout",
             "-v",
-            str(REPLACEMENT_TIMEOUT),
+            str(replacement_timeout),
         ],
         timeout=TIMEOUT,
     )
@@ -251,7 +267,8 @@ def build(spec: IscsiSpec, ctx: BuildContext) -> Iterator[Built]:
             ctx.scope, ctx.recipe, iqn=iqn, device=device, portal=portal, logs=logs
         )
     initiator = ensure_iscsid(ctx.scope, ctx.recipe, logs)
-    view = login(ctx.scope, ctx.recipe, iqn, f"{spec.host}:{spec.port}")
+    view = login(ctx.scope, ctx.recipe, iqn, f"{spec.host}:{spec.port}",
+                 spec.replacement_timeout)
     disk = f"/dev/{view.disks[0]}"
     info: dict[str, Any] = {
         "server": server,
@@ -277,5 +294,5 @@ KIND = TargetKind(
     disk_space=lambda s: s.source.disk_space if s.source else 0,
     on_count=(0, 1),
     tools=("iscsiadm", "iscsid"),
-    fields=(SERVER, PORTAL, *OWN_DISK_FIELDS, *fs_fields()),
+    fields=(SERVER, PORTAL, TIMEOUT_FIELD, *OWN_DISK_FIELDS, *fs_fields()),
 )

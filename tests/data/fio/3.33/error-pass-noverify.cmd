@@ -1,0 +1,1 @@
+fio --name=w --filename=/tmp/errpass.LDUU34/data --rw=randwrite --bs=4k --size=4M --time_based=1 --runtime=5 --ioengine=libaio --direct=1 --iodepth=4 --continue_on_error=all --ignore_error=EIO,EIO:ENOSPC --output-format=json --output=error-pass-noverify.json
