@@ -189,7 +189,7 @@ class FaultRun:
         event = self._event(step, asked, step.fault.action)
         try:
             action = make_action(step.fault, step.bound.spec, step.bound.built,
-                                 step.bound.peers, step.bound.caps)
+                                 step.bound.peers, caps=step.bound.caps)
             event["facts"] = action.facts
             event["may_lose"] = action.may_lose  # the verify pass is judged against it
             for kind, data in action.keep:  # undone when the run's scope closes
