@@ -24,7 +24,8 @@ FACTS = {"speed_limits": {"speed_limit_min": 1000, "speed_limit_max": 200000},
 
 def events(facts: dict[str, object]) -> list[dict[str, object]]:
     return [{"action": "fail", "phase": "fail", "done_s": 2.0, "error": None, "facts": facts},
-            {"action": "restore", "phase": "restore", "done_s": 4.0, "error": None}]
+            {"action": "restore", "phase": "restore", "started_s": 3.5, "done_s": 4.0,
+             "error": None}]
 
 
 def progress(t: float, done_kib: int) -> dict[str, object]:
@@ -47,16 +48,24 @@ def test_progress_rate_is_done_over_time_between_first_and_last() -> None:
 
 
 def test_the_rebuild_is_measured_beside_its_prediction() -> None:
-    # 4096 KiB a second from 5 s: done at 20 s, the first sample without a rebuild at 21 s.
+    # 4096 KiB a second from 4 s: done at 20 s, the first sample without a rebuild at
+    # 21 s; the length is the progress's (16 s), not the samples' (17 s).
     samples = [progress(float(t), 4096 * (t - 4)) for t in range(5, 20)]
     samples.append({"t": 21.0, "rebuild": None})
     got = {m.name: m for m in rebuild(events(FACTS), samples)}
-    assert got["rebuild_seconds"].value == 17.0
+    assert got["rebuild_seconds"].value == 16.0
     assert got["rebuild_expected_seconds"].value == 16.0
     assert got["rebuild_expected_seconds"].note == \
         "64 MiB at min(cap 4 MiB/s, speed_limit_max 100000 KiB/s)"
     assert got["rebuild_bw"].value == pytest.approx(4 * MiB)
     assert got["rebuild_share"].value == pytest.approx(1.0)
+
+
+def test_progress_span_extrapolates_within_what_is_known() -> None:
+    points = [(5.0, 4.0), (9.0, 12.0)]  # 2 a second: started at 3 s, 20 done at 13 s
+    assert phases.progress_span(points, 20.0, 0.0, 100.0) == 10.0
+    assert phases.progress_span(points, 20.0, 4.0, 12.0) == 8.0  # known bounds win
+    assert phases.progress_span(points[:1], 20.0, 0.0, 100.0) is None
 
 
 def test_md_own_speed_limit_counts_when_the_fault_sets_none() -> None:

@@ -171,9 +171,9 @@ def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, 
     """The rebuild after `restore`: its progress, its length (measured or projected),
     the length expected from the member's size and limits, and its rate and share of the
     members' byte cap (from /proc/mdstat's progress)."""
-    restored = [float(e["done_s"]) for e in events
-                if e.get("action") == "restore" and not e.get("error")]
-    seen = [s for s in samples if "rebuild" in s and restored and s["t"] >= restored[-1]]
+    restored = [e for e in events if e.get("action") == "restore" and not e.get("error")]
+    seen = [s for s in samples if "rebuild" in s and restored
+            and s["t"] >= float(restored[-1]["done_s"])]
     if not restored or not seen:
         return []
     running = [s for s in seen if s["rebuild"] is not None]
@@ -182,13 +182,27 @@ def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, 
             + _rebuild_expected(facts, running) + _rebuild_rate(facts, running))
 
 
-def _rebuild_length(start: float, seen: Sequence[Mapping[str, Any]],
+def _done_bytes(running: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """(time, bytes rebuilt) of the samples that say how far the rebuild was."""
+    return [(float(s["t"]), float(s["rebuild"]["done_kib"]) * 1024) for s in running
+            if "done_kib" in s["rebuild"]]
+
+
+def _rebuild_length(restore: Mapping[str, Any], seen: Sequence[Mapping[str, Any]],
                     running: Sequence[Mapping[str, Any]]) -> list[Metric]:
+    """rebuild_seconds measured when it ended in the run: from its start to its end as
+    mdstat's progress puts them (samples come once a second: the first one without a
+    rebuild is up to a second late), within `mdadm --add` starting and that sample;
+    else projected from the progress."""
+    start = float(restore["done_s"])
     finished = next((s for s in seen if s["rebuild"] is None and running
                      and s["t"] > running[0]["t"]), None)
     if finished is not None:
-        return [Metric("rebuild_progress", 1.0, ""),
-                Metric("rebuild_seconds", float(finished["t"]) - start, "s")]
+        total = float(running[-1]["rebuild"].get("total_kib") or 0) * 1024
+        span = phases.progress_span(_done_bytes(running), total,
+                                    float(restore.get("started_s", start)), float(finished["t"]))
+        return [Metric("rebuild_progress", 1.0, ""), Metric(
+            "rebuild_seconds", span if span is not None else float(finished["t"]) - start, "s")]
     if not running:
         return []
     last = running[-1]
@@ -242,8 +256,7 @@ def _rebuild_expected(facts: Mapping[str, Any], running: Sequence[Mapping[str, A
 def _rebuild_rate(facts: Mapping[str, Any], running: Sequence[Mapping[str, Any]]
                   ) -> list[Metric]:
     """rebuild_bw (B/s from mdstat's progress) and rebuild_share (of the byte cap)."""
-    rate = phases.progress_rate([(float(s["t"]), float(s["rebuild"]["done_kib"]) * 1024)
-                                 for s in running if "done_kib" in s["rebuild"]])
+    rate = phases.progress_rate(_done_bytes(running))
     if rate is None:
         return []
     out = [Metric("rebuild_bw", rate, "B/s")]

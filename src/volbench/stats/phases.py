@@ -153,3 +153,18 @@ def progress_rate(points: Sequence[Point]) -> float | None:
         return None
     (t0, v0), (t1, v1) = points[0], points[-1]
     return (v1 - v0) / (t1 - t0)
+
+
+def progress_span(points: Sequence[Point], total: float, earliest: float, latest: float
+                  ) -> float | None:
+    """How long a task lasted, from (time, amount done) samples taken while it ran: its
+    start and end extrapolated from the first and the last sample at the mean rate
+    between them, kept within [earliest, latest] (when it is known to have started at
+    the earliest and to have ended by the latest). None without a rate to go by."""
+    rate = progress_rate(points)
+    if rate is None or rate <= 0:
+        return None
+    (t0, v0), (t1, v1) = points[0], points[-1]
+    start = max(earliest, t0 - v0 / rate)
+    end = min(latest, t1 + max(0.0, total - v1) / rate)
+    return max(0.0, end - start)
