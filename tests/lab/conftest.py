@@ -5,9 +5,9 @@ once, so no step's disk or CPU sees another's load; each test file reads its own
 
 Steps (in this order; each writes into the shared folder):
 - `guard`: test_lab.py's GUARD_SCRIPT on disks g1-g4 and w1 (guard.json);
-- `thin`, `precondition`, `burst`, `qmpiscsi`: `volbench run` of that test file's EXPERIMENT (its
-  `lab:` section names its own disks and classes; the boot carries all of them and the
-  run records its own section): NAME.db and NAME-report.md;
+- `thin`, `precondition`, `burst`, `qmpiscsi`, `faults`, `rebuild`: `volbench run` of that
+  test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
+  carries all of them and the run records its own section): NAME.db and NAME-report.md;
 - `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
   `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
@@ -34,12 +34,14 @@ from typing import Any
 import pytest
 from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
+from test_faults_lab import EXPERIMENT as FAULTS
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
 from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
 from test_precondition_lab import EXPERIMENT as PRECONDITION
+from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
 
 from support import TESTS, need_lab
@@ -107,7 +109,7 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need_lab()
     out = tmp_path_factory.mktemp("sharedlab")
     runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
-            "qmpiscsi": QMP_ISCSI}
+            "qmpiscsi": QMP_ISCSI, "faults": FAULTS, "rebuild": REBUILD}
     specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
              LabSpec(disks=(NFS_DISK,))]
     for name, text in runs.items():
