@@ -8,6 +8,8 @@ Steps (in this order; each writes into the shared folder):
 - `thin`, `precondition`, `burst`, `qmpiscsi`, `faults`, `rebuild`: `volbench run` of that
   test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
   carries all of them and the run records its own section): NAME.db and NAME-report.md;
+- `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
+  fault, then `volbench cleanup`): kills.json;
 - `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
   `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
@@ -34,6 +36,9 @@ from typing import Any
 import pytest
 from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
+from test_fault_kills_lab import GUEST_SCRIPT as KILLS_SCRIPT
+from test_fault_kills_lab import KILL_LAB, SEED
+from test_fault_kills_lab import plan as kills_plan
 from test_faults_lab import EXPERIMENT as FAULTS
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
@@ -111,18 +116,21 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
             "qmpiscsi": QMP_ISCSI, "faults": FAULTS, "rebuild": REBUILD}
     specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
-             LabSpec(disks=(NFS_DISK,))]
+             LabSpec(disks=(NFS_DISK,)), KILL_LAB]
     for name, text in runs.items():
         (out / f"{name}.yaml").write_text(text)
         specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
     (out / "guard.py").write_text(GUARD_SCRIPT)
     (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
+    (out / "faultkill.py").write_text(KILLS_SCRIPT)
+    (out / "kills-plan.json").write_text(json.dumps(kills_plan()))
     (out / "steps.py").write_text(STEPS_SCRIPT)
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
         (out / f"{name}.yaml").write_text(json.dumps(doc))
     plan: list[dict[str, Any]] = [
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
+        {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
         {"name": "nfshop", "script": str(out / "nfshop.py"),
          "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
     ]
