@@ -33,7 +33,7 @@ WINDOW_S = 6.0
 SLOW_IOPS = 400  # the slowed disk's class: 40 IOPS while slowed to 10 %
 KILL_CLASSES = {"killcap": DiskClass("killcap", iops=SLOW_IOPS)}
 KILL_DISKS = (LabDisk("kd1", 64 * MiB, "fast"), LabDisk("kd2", 64 * MiB, "fast"),
-              LabDisk("kn1", 256 * MiB, "fast"), LabDisk("kl1", 128 * MiB, "fast"),
+              LabDisk("kn1", 512 * MiB, "fast"), LabDisk("kl1", 128 * MiB, "fast"),
               LabDisk("kt1", 160 * MiB, "fast"), LabDisk("ks1", 128 * MiB, "killcap"))
 KILL_LAB = LabSpec(disks=KILL_DISKS, classes={**DEFAULT_CLASSES, **KILL_CLASSES})
 BY_ID = "/dev/disk/by-id/virtio-"

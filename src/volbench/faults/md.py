@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,19 @@ def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
     return []
 
 
+def _cleanup_commands(data: Mapping[str, Any]) -> list[Command]:
+    """The member put back, then udev waited for (in `volbench cleanup` the array is
+    stopped next: the "change" event of the member mdadm wrote must find it in the
+    running array, where udev's `mdadm --incremental` does nothing)."""
+    commands = _undo_commands(data)
+    if commands and shutil.which("udevadm"):
+        commands.append(Command(("udevadm", "settle", "--timeout=30")))
+    return commands
+
+
 @undoer("fault-md-member")
 def _undo(data: Mapping[str, Any]) -> None:
-    undo_now(_undo_commands, data)
+    undo_now(_cleanup_commands, data)
 
 
 def _limits_back(data: Mapping[str, Any]) -> list[Command]:
