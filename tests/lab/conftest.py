@@ -138,7 +138,7 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     disks, classes = _merged(specs)
     spec = LabSpec(disks=disks, classes=classes, modules=(*DEFAULT_MODULES, *NFS_MODULES))
     work = Path("/var/tmp/volbench-tests") / f"shared-{os.getpid()}"
-    result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=3000,
+    result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=4500,
                        workdir=work)
     assert result.returncode == 0, result.console[-4000:]
     assert list(work.iterdir()) == []
