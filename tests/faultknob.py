@@ -32,7 +32,8 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text("normal")
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
 
-    def make(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
+    def make(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object,
+             caps: object = None) -> Action:
         return Action(fault.action, "fault-test-knob", {"path": str(path)},
                       lambda: [Command(path=str(path), text="faulted")], _undo_commands,
                       facts={"knob": "test"})

@@ -5,9 +5,12 @@ once, so no step's disk or CPU sees another's load; each test file reads its own
 
 Steps (in this order; each writes into the shared folder):
 - `guard`: test_lab.py's GUARD_SCRIPT on disks g1-g4 and w1 (guard.json);
-- `thin`, `precondition`, `burst`, `qmpiscsi`: `volbench run` of that test file's EXPERIMENT (its
-  `lab:` section names its own disks and classes; the boot carries all of them and the
-  run records its own section): NAME.db and NAME-report.md;
+- `thin`, `precondition`, `burst`, `qmpiscsi`, `pull`, `timeouts`, `faults`, `rebuild`:
+  `volbench run` of that
+  test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
+  carries all of them and the run records its own section): NAME.db and NAME-report.md;
+- `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
+  fault, then `volbench cleanup`): kills.json;
 - `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
   `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
@@ -17,7 +20,9 @@ nothing before its run, so its QEMU bucket is full as on a fresh boot.
 own (test_lab.py), and so does test_stacks_lab.py (fifteen disks of its own).
 
 Any test of these files asks for the whole boot: running one of them alone still runs
-every step (~9 min on a quiet host, ~17 min at load 9-10).
+every step (~9 min on a quiet host, ~17 min at load 9-10 before the faults, rebuild
+and faultkill steps; with them 33 min at load 6-9: faults 540 s, rebuild 155 s,
+faultkill 179 s; pull ~100 s and timeouts ~290 s more).
 
 To put another lab test on the shared boot: its disks must have names of their own and
 its step must leave the guest as it found it; add the step below and read its files.
@@ -34,6 +39,10 @@ from typing import Any
 import pytest
 from test_burst_lab import EXPERIMENT as BURST
 from test_curves_lab import EXPERIMENT as CURVE
+from test_fault_kills_lab import GUEST_SCRIPT as KILLS_SCRIPT
+from test_fault_kills_lab import KILL_LAB, SEED
+from test_fault_kills_lab import plan as kills_plan
+from test_faults_lab import EXPERIMENT as FAULTS
 from test_faults_pull_lab import EXPERIMENT as PULL
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_faults_timeouts_lab import EXPERIMENT as TIMEOUTS
@@ -42,6 +51,7 @@ from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
 from test_precondition_lab import EXPERIMENT as PRECONDITION
+from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
 
 from support import TESTS, need_lab
@@ -109,20 +119,24 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need_lab()
     out = tmp_path_factory.mktemp("sharedlab")
     runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
-            "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS}
+            "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS, "faults": FAULTS,
+            "rebuild": REBUILD}
     specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
-             LabSpec(disks=(NFS_DISK,))]
+             LabSpec(disks=(NFS_DISK,)), KILL_LAB]
     for name, text in runs.items():
         (out / f"{name}.yaml").write_text(text)
         specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
     (out / "guard.py").write_text(GUARD_SCRIPT)
     (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
+    (out / "faultkill.py").write_text(KILLS_SCRIPT)
+    (out / "kills-plan.json").write_text(json.dumps(kills_plan()))
     (out / "steps.py").write_text(STEPS_SCRIPT)
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
         (out / f"{name}.yaml").write_text(json.dumps(doc))
     plan: list[dict[str, Any]] = [
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
+        {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
         {"name": "nfshop", "script": str(out / "nfshop.py"),
          "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
     ]
@@ -130,7 +144,7 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     disks, classes = _merged(specs)
     spec = LabSpec(disks=disks, classes=classes, modules=(*DEFAULT_MODULES, *NFS_MODULES))
     work = Path("/var/tmp/volbench-tests") / f"shared-{os.getpid()}"
-    result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=3000,
+    result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=5400,
                        workdir=work)
     assert result.returncode == 0, result.console[-4000:]
     assert list(work.iterdir()) == []

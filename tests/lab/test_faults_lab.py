@@ -1,9 +1,10 @@
-"""Ground truth for faults in the lab: every fault test in one experiment, one VM boot.
+"""Ground truth for faults in the lab: every fault test in one experiment, one step of
+the shared boot (tests/lab/conftest.py: `volbench run` of EXPERIMENT in the guest).
 
-`volbench lab run` (CLI end to end) of one experiment on two 300M disks of 150 IOPS each
-as md RAID1, and NFSv3 (hard mount) on a fast disk:
+One experiment on two 300M disks of 150 IOPS each as md RAID1, and NFSv3 (hard mount)
+on a fast disk (disk names fm1, fm2, fn1, fd1, ft1: unique across the shared boot):
 
-- reads (fio 4k random reads, QD16, 30 s) on the RAID1: member m2 failed at 8 s and
+- reads (fio 4k random reads, QD16, 30 s) on the RAID1: member fm2 failed at 8 s and
   added back at 18 s (md's speed limits set to 20 MB/s for the rebuild). Before, both
   mirrors serve: ~300 IOPS; degraded, one disk: ~150. (Two 500-IOPS disks give 1002 vs
   500.6 on an idle host, MACHINE-NOTES; with the host loaded to a load average of 12 the
@@ -18,34 +19,33 @@ The runs of each workload on the other target are plain runs (no fault, no phase
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from support import lab_run
 from volbench.store.db import Store
 
 EXPERIMENT = """
 name: lab-faults
 lab:
   disks:
-    - {name: m1, size: 300M, class: slow}
-    - {name: m2, size: 300M, class: slow}
-    - {name: n1, size: 1G, class: fast}
-    - {name: d1, size: 300M, class: fast}
-    - {name: t1, size: 300M, class: fast}
+    - {name: fm1, size: 300M, class: slow}
+    - {name: fm2, size: 300M, class: slow}
+    - {name: fn1, size: 1G, class: fast}
+    - {name: fd1, size: 300M, class: fast}
+    - {name: ft1, size: 300M, class: fast}
   classes:
     slow: {iops: 150, bps: 50M}
 targets:
   - {name: r1, type: mdraid, level: raid1, fs: none,
-     devices: [/dev/disk/by-id/virtio-m1, /dev/disk/by-id/virtio-m2]}
-  - {name: n3, type: nfs, version: 3, device: /dev/disk/by-id/virtio-n1,
+     devices: [/dev/disk/by-id/virtio-fm1, /dev/disk/by-id/virtio-fm2]}
+  - {name: n3, type: nfs, version: 3, device: /dev/disk/by-id/virtio-fn1,
      mount_options: [hard, nolock]}
-  - {name: lv1, type: lvm, devices: [/dev/disk/by-id/virtio-d1], fs: none}
+  - {name: lv1, type: lvm, devices: [/dev/disk/by-id/virtio-fd1], fs: none}
   # A pool a little larger than the 128M the runs lay out: little to fill (the fill of
   # 128M free took 46 s with its LVM steps in the loaded VM, longer than the run).
-  - {name: t1, type: lvm, layout: thin, lv_size: 160M, devices: [/dev/disk/by-id/virtio-t1],
+  - {name: t1, type: lvm, layout: thin, lv_size: 160M, devices: [/dev/disk/by-id/virtio-ft1],
      fs: none}
 workloads:
   - name: reads
@@ -56,9 +56,9 @@ workloads:
     size: 128M
     runtime: 30s
     faults:
-      - {at: 8s, action: fail, device: /dev/disk/by-id/virtio-m2,
+      - {at: 8s, action: fail, device: /dev/disk/by-id/virtio-fm2,
          speed_limit_min: 20000, speed_limit_max: 20000}
-      - {at: 18s, action: restore, device: /dev/disk/by-id/virtio-m2}
+      - {at: 18s, action: restore, device: /dev/disk/by-id/virtio-fm2}
       - {at: 8s, action: delay, target: lv1, for: 8s, delay_ms: 100}
   - name: writes
     tool: fio
@@ -84,10 +84,9 @@ def values(run) -> dict[tuple[str, str], float | None]:  # type: ignore[no-untyp
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_faults_in_the_lab(tmp_path: Path) -> None:
-    started = time.monotonic()
-    check(lab_run(tmp_path, EXPERIMENT, "faults", timeout=1200))
-    print(f"lab faults test: {time.monotonic() - started:.0f} s")
+def test_faults_in_the_lab(shared_boot: dict[str, Any]) -> None:
+    print(f"lab faults step: {shared_boot['steps']['faults']['seconds']:.0f} s")
+    check(shared_boot["db"]("faults"))
 
 
 def check(db: Path) -> None:

@@ -42,7 +42,8 @@ def test_a_refused_fault_is_undone_at_once_and_opens_no_phase(
         knob: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """md refuses to fail a RAID0 member: the event says so, the journal entry is undone
     at once, and the later restore opens no phase."""
-    def refused(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object) -> Action:
+    def refused(fault: FaultSpec, spec: TargetSpec, built: Built, peers: object,
+                caps: object = None) -> Action:
         return Action("fail", "fault-test-knob", {"path": str(knob)},
                       lambda: [Command(("false",))], _undo_commands)
 

@@ -52,6 +52,9 @@ def test_the_phase_table_compares_each_phase_with_before(tmp_path: Path) -> None
                Metric("recovery_seconds", None, "s", {"op": "read", "after": "fail"},
                       "not recovered by the end of the run"),
                Metric("rebuild_seconds", 31.4, "s", note="projected"),
+               Metric("rebuild_expected_seconds", 30.0, "s"),
+               Metric("rebuild_share", 0.5, ""),
+               Metric("workload_share", 0.25, "", {"op": "read", "phase": "restore"}),
                Metric("io_errors", 0.0, ""))
     faulted = make_run("r1", {"iops": 700.0}, 1, started=0.0,
                        annotations={"faults": {"events": events}},
@@ -62,7 +65,9 @@ def test_the_phase_table_compares_each_phase_with_before(tmp_path: Path) -> None
     table = phaseview.phase_table(report)
     assert table.rows == (("r1", "w", "1", "read",
                            "before 1000, fail 500 (50 %), restore 700 (70 %)", "0.0",
-                           "fail not recovered", "31.4", "0.0", "—", "—"),)
+                           "fail not recovered",
+                           "31.4 (expected 30.0); of the cap: rebuild 50 %, workload 25 %",
+                           "0.0", "—", "—"),)
     markdown = report_markdown(report)
     assert "## Faults: each phase of each faulted run" in markdown
 

@@ -148,3 +148,23 @@ def test_every_module_that_journals_a_kind_can_undo_it_alone() -> None:
         done = subprocess.run([sys.executable, "-c", check, f"{module}={','.join(added)}"],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr.strip().splitlines()[-1]
+
+
+def test_cleanup_takes_its_first_steps_newest_first(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault registered to go first (nfsd stopped under a hard mount) is ended before
+    the dead run's processes (its cgroup's), which wait on it; then the usual replay."""
+    order: list[str] = []
+    monkeypatch.setitem(journal.FIRST, "test-procs", lambda d: order.append("first procs"))
+    monkeypatch.setitem(journal.FIRST, "test-fault", lambda d: order.append("first fault"))
+    monkeypatch.setitem(journal.UNDO, "test-procs", lambda d: order.append("procs"))
+    monkeypatch.setitem(journal.UNDO, "test-fault", lambda d: order.append("fault"))
+    directory = tmp_path / "journals"
+    directory.mkdir()
+    (directory / "x.jsonl").write_text(
+        '{"op": "owner", "pid": 999999999, "start": 1, "label": "x"}\n'
+        '{"op": "add", "id": 1, "kind": "test-procs", "data": {}}\n'
+        '{"op": "add", "id": 2, "kind": "test-fault", "data": {}}\n')
+    removed, errors = journal.cleanup(directory)
+    assert errors == [] and len(removed) == 2
+    assert order == ["first fault", "first procs", "fault", "procs"]

@@ -161,6 +161,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
     out += _recoveries(series, split, events, end, offset)
     out += rebuild(events, samples)
+    out += workload_shares(out, events)
     out += io_errors(logs)
     return replace(parsed, metrics=parsed.metrics + tuple(out))
 
@@ -218,20 +219,41 @@ def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
 
 def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
             ) -> list[Metric]:
-    """rebuild_progress (fraction at the last sample) and rebuild_seconds: measured when
-    the rebuild ended in the run, else projected from its progress (noted so)."""
-    restored = [float(e["done_s"]) for e in events
-                if e.get("action") == "restore" and not e.get("error")]
-    seen = [s for s in samples if "rebuild" in s and restored and s["t"] >= restored[-1]]
+    """The rebuild after `restore`: its progress, its length (measured or projected),
+    the length expected from the member's size and limits, and its rate and share of the
+    members' byte cap (from /proc/mdstat's progress)."""
+    restored = [e for e in events if e.get("action") == "restore" and not e.get("error")]
+    seen = [s for s in samples if "rebuild" in s and restored
+            and s["t"] >= float(restored[-1]["done_s"])]
     if not restored or not seen:
         return []
-    start = restored[-1]
     running = [s for s in seen if s["rebuild"] is not None]
+    facts = _fail_facts(events)
+    return (_rebuild_length(restored[-1], seen, running)
+            + _rebuild_expected(facts, running) + _rebuild_rate(facts, running))
+
+
+def _done_bytes(running: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """(time, bytes rebuilt) of the samples that say how far the rebuild was."""
+    return [(float(s["t"]), float(s["rebuild"]["done_kib"]) * 1024) for s in running
+            if "done_kib" in s["rebuild"]]
+
+
+def _rebuild_length(restore: Mapping[str, Any], seen: Sequence[Mapping[str, Any]],
+                    running: Sequence[Mapping[str, Any]]) -> list[Metric]:
+    """rebuild_seconds measured when it ended in the run: from its start to its end as
+    mdstat's progress puts them (samples come once a second: the first one without a
+    rebuild is up to a second late), within `mdadm --add` starting and that sample;
+    else projected from the progress."""
+    start = float(restore["done_s"])
     finished = next((s for s in seen if s["rebuild"] is None and running
                      and s["t"] > running[0]["t"]), None)
     if finished is not None:
-        return [Metric("rebuild_progress", 1.0, ""),
-                Metric("rebuild_seconds", float(finished["t"]) - start, "s")]
+        total = float(running[-1]["rebuild"].get("total_kib") or 0) * 1024
+        span = phases.progress_span(_done_bytes(running), total,
+                                    float(restore.get("started_s", start)), float(finished["t"]))
+        return [Metric("rebuild_progress", 1.0, ""), Metric(
+            "rebuild_seconds", span if span is not None else float(finished["t"]) - start, "s")]
     if not running:
         return []
     last = running[-1]
@@ -244,3 +266,63 @@ def rebuild(events: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, 
     return [Metric("rebuild_progress", fraction, ""),
             Metric("rebuild_seconds", projected, "s", note="projected from the progress at "
                    "the end of the run")]
+
+
+def _fail_facts(events: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The facts of the last member `fail` that took effect (md's limits, the member's
+    size, its bitmap, the disks' byte cap)."""
+    failed = [e for e in events if e.get("action") == "fail" and not e.get("error")]
+    return dict(failed[-1].get("facts") or {}) if failed else {}
+
+
+def _speed_max_bps(facts: Mapping[str, Any]) -> float | None:
+    """md's speed_limit_max during the rebuild (KiB/s, as set by the fault or md's own)
+    in B/s."""
+    kib = (facts.get("set") or {}).get("speed_limit_max") or \
+        (facts.get("speed_limits") or {}).get("speed_limit_max")
+    return float(kib) * 1024 if kib else None
+
+
+def _rebuild_expected(facts: Mapping[str, Any], running: Sequence[Mapping[str, Any]]
+                      ) -> list[Metric]:
+    """rebuild_expected_seconds: the member's size (md's progress total, else sysfs's
+    component_size) over min(the disks' byte cap, speed_limit_max)."""
+    kib = running[0]["rebuild"].get("total_kib") if running else facts.get("member_kib")
+    if not kib or not facts:
+        return []
+    bitmap = str(facts.get("bitmap", "none"))
+    if bitmap != "none":
+        return [Metric("rebuild_expected_seconds", None, "s", note=f"not predicted: the "
+                       f"array has a bitmap ({bitmap}); only dirty regions are rebuilt")]
+    cap, speed = facts.get("cap_bps"), _speed_max_bps(facts)
+    expected = phases.rebuild_expected(float(kib) * 1024, (cap, speed))
+    if expected is None:
+        return []
+    limits = [f"cap {cap / 2**20:g} MiB/s" if cap else "",
+              f"speed_limit_max {speed / 1024:g} KiB/s" if speed else ""]
+    note = f"{float(kib) / 1024:g} MiB at min({', '.join(w for w in limits if w)})"
+    return [Metric("rebuild_expected_seconds", expected, "s", note=note)]
+
+
+def _rebuild_rate(facts: Mapping[str, Any], running: Sequence[Mapping[str, Any]]
+                  ) -> list[Metric]:
+    """rebuild_bw (B/s from mdstat's progress) and rebuild_share (of the byte cap)."""
+    rate = phases.progress_rate(_done_bytes(running))
+    if rate is None:
+        return []
+    out = [Metric("rebuild_bw", rate, "B/s")]
+    if facts.get("cap_bps"):
+        out.append(Metric("rebuild_share", rate / float(facts["cap_bps"]), ""))
+    return out
+
+
+def workload_shares(parsed_metrics: Sequence[Metric], events: Sequence[Mapping[str, Any]]
+                    ) -> list[Metric]:
+    """workload_share{phase=restore}: the workload's bytes per second in the rebuild's
+    phase as a share of the members' byte cap (beside rebuild_share: who got the disk)."""
+    cap = _fail_facts(events).get("cap_bps")
+    if not cap:
+        return []
+    return [Metric("workload_share", m.value / float(cap), "", dict(m.tags))
+            for m in parsed_metrics if m.name == "bw" and m.value is not None
+            and m.tags.get("phase") == "restore"]

@@ -50,6 +50,8 @@ class Bound:
     built: Built
     # Every target built now (an NFS server another target of the experiment started).
     peers: Mapping[str, Built] = field(default_factory=dict)
+    # The lab disks' caps by device (in the lab): what a rebuild's length is predicted from.
+    caps: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,7 @@ class FaultRun:
         event = self._event(step, asked, step.fault.action)
         try:
             action = make_action(step.fault, step.bound.spec, step.bound.built,
-                                 step.bound.peers)
+                                 step.bound.peers, caps=step.bound.caps)
             event["facts"] = action.facts
             event["may_lose"] = action.may_lose  # the verify pass is judged against it
             for kind, data in action.keep:  # undone when the run's scope closes
@@ -267,14 +269,17 @@ def recorded(run: FaultRun) -> dict[str, Any]:
 
 
 def bind(faults: Sequence[FaultSpec], targets: Sequence[TargetSpec], run_on: set[str],
-         built: Mapping[str, Built]) -> list[Bound]:
+         built: Mapping[str, Built], caps: Mapping[str, Mapping[str, int]] | None = None
+         ) -> list[Bound]:
     """The faults that fire into a run on a target whose stack is `run_on` (the target and
-    what it is built on, transitively): those acting on one of them, with its Built."""
+    what it is built on, transitively): those acting on one of them, with its Built
+    (and `caps`, the lab disks' caps by device, when the run is in the lab)."""
     out = []
     for index, fault in enumerate(faults):
         spec = concerned(fault, targets)
         if spec is not None and spec.name in run_on and spec.name in built:
-            out.append(Bound(index, fault, spec, built[spec.name], dict(built)))
+            out.append(Bound(index, fault, spec, built[spec.name], dict(built),
+                             dict(caps or {})))
     return out
 
 

@@ -366,10 +366,16 @@ class Session:
         self.progress.run_finished(run, result)
         return result
 
+    def lab_caps(self) -> dict[str, dict[str, int]]:
+        """The lab disks' caps by device, in the lab (QEMU enforces them there only)."""
+        if self.exp.lab is None or not hostinfo.inside_lab():
+            return {}
+        return {d["device"]: d["caps"] for d in self.exp.lab.describe()["disks"]}
+
     def faults_for(self, run: PlannedRun, spec: WorkloadSpec) -> FaultRun | None:
         """The workload's faults on this run's stack (none in warm-up rounds)."""
         bound = bind(spec.faults, self.exp.targets, closure(self.exp, run.target),
-                     self.built) if spec.faults and not run.warmup else []
+                     self.built, self.lab_caps()) if spec.faults and not run.warmup else []
         return FaultRun(bound, self.journal.scope(), wait_for_child=True) if bound else None
 
     def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:

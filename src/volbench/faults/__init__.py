@@ -57,13 +57,14 @@ COMMANDS = {
 
 
 def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
-                peers: Mapping[str, Built] | None = None) -> Action:
+                peers: Mapping[str, Built] | None = None,
+                caps: Mapping[str, Mapping[str, int]] | None = None) -> Action:
     """The action that starts `fault` on the built target `spec` names (FaultError when
     the built target cannot take it, e.g. an NFS server that was not volbench's);
-    `peers`: every target built now."""
+    `peers`: every target built now; `caps`: the lab disks' caps by device (in the lab)."""
     refuse_real_disk(fault, spec)
     if fault.action == "fail":
-        return md.fail(fault, built)
+        return md.fail(fault, built, caps)
     if fault.action == "cut":
         return iscsi.cut(fault, built)
     if fault.action == "stop":

@@ -5,14 +5,18 @@
     speed:   echo N > /proc/sys/dev/raid/speed_limit_min (and _max), old values put back
 
 The rebuild's progress is read from /proc/mdstat each second while it runs; md's speed
-limits are recorded with the event (and set when the fault gives them).
+limits are recorded with the event (and set when the fault gives them), with what the
+rebuild's length can be predicted from: the member's size (md rebuilds all of it unless
+the array has a write-intent bitmap), the bitmap, and the lab disks' byte caps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from volbench.targets.base import Built
 
 MDSTAT = Path("/proc/mdstat")
 SPEED = Path("/proc/sys/dev/raid")
+SYSFS_BLOCK = Path("/sys/class/block")
 LIMITS = ("speed_limit_min", "speed_limit_max")
 # "[==>..................]  recovery = 12.6% (132096/1047552) finish=0.7min speed=21018K/sec"
 _PROGRESS = re.compile(r"(?P<what>recovery|resync|reshape)\s*=\s*(?P<pct>[\d.]+)%\s*"
@@ -59,6 +64,31 @@ def speed_limits() -> dict[str, int]:
     return out
 
 
+def array_facts(array: str, sysfs: Path = SYSFS_BLOCK) -> dict[str, Any]:
+    """The member size md rebuilds (`component_size`, KiB) and the array's bitmap
+    (`none`, or where it lives: a bitmap limits a re-add to the dirty regions); empty
+    where sysfs does not say."""
+    md_dir = sysfs / Path(os.path.realpath(array)).name / "md"
+    out: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        out["member_kib"] = int((md_dir / "component_size").read_text())
+    with contextlib.suppress(OSError):
+        out["bitmap"] = (md_dir / "bitmap" / "location").read_text().strip()
+    return out
+
+
+def byte_cap(disks: Sequence[Mapping[str, int]]) -> int | None:
+    """The lowest byte cap (B/s) of the disks a rebuild reads and writes: each disk's
+    `bps` (reads and writes together), `read_bps` and `write_bps`; None without one."""
+    found = [int(c[k]) for c in disks for k in ("bps", "read_bps", "write_bps") if c.get(k)]
+    return min(found) if found else None
+
+
+def _member_caps(built: Built, caps: Mapping[str, Mapping[str, int]]) -> list[Mapping[str, int]]:
+    listed = [str(d.get("listed") or d.get("device")) for d in built.info.get("disks", [])]
+    return [caps[name] for name in listed if name in caps]
+
+
 def _member(fault: FaultSpec, built: Built) -> tuple[str, str]:
     """(array node, member node) for the listed device the fault names."""
     array = str(built.info.get("device") or built.block_device or "")
@@ -84,9 +114,19 @@ def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
     return []
 
 
+def _cleanup_commands(data: Mapping[str, Any]) -> list[Command]:
+    """The member put back, then udev waited for (in `volbench cleanup` the array is
+    stopped next: the "change" event of the member mdadm wrote must find it in the
+    running array, where udev's `mdadm --incremental` does nothing)."""
+    commands = _undo_commands(data)
+    if commands and shutil.which("udevadm"):
+        commands.append(Command(("udevadm", "settle", "--timeout=30")))
+    return commands
+
+
 @undoer("fault-md-member")
 def _undo(data: Mapping[str, Any]) -> None:
-    undo_now(_undo_commands, data)
+    undo_now(_cleanup_commands, data)
 
 
 def _limits_back(data: Mapping[str, Any]) -> list[Command]:
@@ -114,8 +154,11 @@ def _sampler(array: str) -> Any:
     return sample
 
 
-def fail(fault: FaultSpec, built: Built) -> Action:
-    """mdadm --fail and --remove of the member; undone by --add (the rebuild starts)."""
+def fail(fault: FaultSpec, built: Built,
+         caps: Mapping[str, Mapping[str, int]] | None = None) -> Action:
+    """mdadm --fail and --remove of the member; undone by --add (the rebuild starts).
+    `caps`: the lab disks' caps by device; the facts then hold the members' byte cap
+    (`cap_bps`), beside the member's size, the bitmap and md's speed limits."""
     array, member = _member(fault, built)
     old = speed_limits()
     wanted = {k: v for k, v in fault.options.items() if k in LIMITS}
@@ -132,8 +175,10 @@ def fail(fault: FaultSpec, built: Built) -> Action:
     keep = [("fault-md-speed", {"limits": {k: old[k] for k in wanted if k in old}})] \
         if wanted else []
     level = str(built.info.get("level") or "")
+    facts = {"speed_limits": old, "set": wanted, "level": level, **array_facts(array),
+             "cap_bps": byte_cap(_member_caps(built, caps or {}))}
     return Action("fail", "fault-md-member", {"array": array, "member": member}, apply,
-                  _undo_commands, facts={"speed_limits": old, "set": wanted, "level": level},
+                  _undo_commands, facts=facts,
                   keep=keep, may_lose=may_lose(level))
 
 
@@ -143,7 +188,6 @@ def may_lose(level: str) -> str:
     if level.replace("raid", "") in ("1", "10", "4", "5", "6"):
         return ""
     return f"md {level or 'array'} keeps no copy of a member's blocks"
-
 
 
 def restore_sampler(built: Built) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 from volbench.config.faults import FaultSpec
 from volbench.faults.base import Action, Command, FaultError, undo_now
-from volbench.system.journal import undoer
+from volbench.system.journal import first_in_cleanup, undoer
 from volbench.targets.base import Built
 
 THREADS = Path("/proc/fs/nfsd/threads")
@@ -38,6 +38,10 @@ def _undo_commands(data: Mapping[str, Any]) -> list[Command]:
     return [Command(("rpc.nfsd", "-G", str(GRACE_S), str(int(data["threads"]))))]
 
 
+# Also before a dead run's processes are ended (`volbench cleanup`): an fio writing to a
+# hard mount waits for the server and ends only once nfsd is back (seen in the lab's
+# kill trials: the cgroup's processes did not end within 30 s while nfsd was down).
+@first_in_cleanup("fault-nfsd")
 @undoer("fault-nfsd")
 def _undo(data: Mapping[str, Any]) -> None:
     undo_now(_undo_commands, data)

@@ -70,7 +70,7 @@ def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
 FAULT_METRICS = ("stall_seconds", "recovery_seconds", "rebuild_seconds", "rebuild_progress",
-                 "io_errors")
+                 "rebuild_expected_seconds", "rebuild_share", "workload_share", "io_errors")
 
 
 @dataclass

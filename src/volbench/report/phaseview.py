@@ -77,6 +77,22 @@ def _metric(run: RunResult, name: str) -> str:
     return "—"
 
 
+def rebuild_words(run: RunResult, op: str) -> str:
+    """The rebuild's length beside the length expected from the member's size and limits,
+    and, when the disks' cap is known, the rebuild's and the workload's shares of it:
+    "17.0 (expected 16.0); of the cap: rebuild 75 %, workload 25 %"."""
+    words = _metric(run, "rebuild_seconds")
+    expected = _metric(run, "rebuild_expected_seconds")
+    if expected != "—":
+        words += f" (expected {expected})"
+    shares = {m.name: m.value for m in run.metrics if m.value is not None and (
+        m.name == "rebuild_share" or (m.name == "workload_share" and m.tags.get("op", "") == op))}
+    if shares:
+        words += "; of the cap: " + ", ".join(
+            f"{name.split('_')[0]} {100 * value:.0f} %" for name, value in sorted(shares.items()))
+    return words
+
+
 def verify_words(verify: Mapping[str, Any] | None) -> str:
     """The verify pass's verdict against what the faults were expected to lose: "nothing
     lost", or what was lost and whether that was expected (RAID0, a soft mount) or not."""
@@ -110,7 +126,7 @@ def phase_table(report: Report) -> Table:
             m.tags.get("op", "") == op)
         rows.append((run.target, run.workload, str(run.repetition), op, ", ".join(cells),
                      _metric(run, "stall_seconds"), recovery or "—",
-                     _metric(run, "rebuild_seconds"), _metric(run, "io_errors"),
+                     rebuild_words(run, op), _metric(run, "io_errors"),
                      verify_words(recorded.get("verify")), refused or "—"))
     headers = ("target", "workload", "rep", "op", "IOPS per phase", "longest stall s",
                "recovery", "rebuild s", "I/O errors", "verify", "refused")

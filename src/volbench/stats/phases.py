@@ -134,3 +134,37 @@ def recovery(points: Sequence[Point], level: float, since: float, end: float,
             run_start = None
         t += 1
     return None
+
+
+def rebuild_expected(member_bytes: float, limits: Iterable[float | None]) -> float | None:
+    """Seconds a rebuild of the whole member takes at the lowest of `limits` (B/s; None
+    means no such limit): size ÷ min(the disks' byte cap, md's speed_limit_max). None
+    without a size or any limit."""
+    known = [float(v) for v in limits if v is not None and v > 0]
+    if member_bytes <= 0 or not known:
+        return None
+    return member_bytes / min(known)
+
+
+def progress_rate(points: Sequence[Point]) -> float | None:
+    """Rate from (time, amount done) samples: the amount done between the first sample
+    and the last over the time between them; None with less than a second between."""
+    if len(points) < 2 or points[-1][0] - points[0][0] < 1.0:
+        return None
+    (t0, v0), (t1, v1) = points[0], points[-1]
+    return (v1 - v0) / (t1 - t0)
+
+
+def progress_span(points: Sequence[Point], total: float, earliest: float, latest: float
+                  ) -> float | None:
+    """How long a task lasted, from (time, amount done) samples taken while it ran: its
+    start and end extrapolated from the first and the last sample at the mean rate
+    between them, kept within [earliest, latest] (when it is known to have started at
+    the earliest and to have ended by the latest). None without a rate to go by."""
+    rate = progress_rate(points)
+    if rate is None or rate <= 0:
+        return None
+    (t0, v0), (t1, v1) = points[0], points[-1]
+    start = max(earliest, t0 - v0 / rate)
+    end = min(latest, t1 + max(0.0, total - v1) / rate)
+    return max(0.0, end - start)

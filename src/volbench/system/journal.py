@@ -42,7 +42,9 @@ def undoer(kind: str) -> Callable[[Undo], Undo]:
 
 def first_in_cleanup(kind: str) -> Callable[[Undo], Undo]:
     """Register a step `volbench cleanup` takes for `kind` before replaying the rest:
-    ending a dead run's processes, which would otherwise keep its mounts busy."""
+    ending a dead run's processes, which would otherwise keep its mounts busy, and
+    before that (these steps go newest first) ending a fault that keeps them from
+    ending. The step is taken again in the replay: it must do nothing the second time."""
 
     def register(fn: Undo) -> Undo:
         FIRST[kind] = fn
@@ -271,7 +273,7 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
     errors: list[str] = []
     for leftover in read_leftovers(directory):
         failed = False
-        for entry in leftover.entries:
+        for entry in reversed(leftover.entries):  # a fault before the processes it holds
             if entry.kind in FIRST:
                 try:
                     FIRST[entry.kind](entry.data)

@@ -18,6 +18,7 @@ the target fails with a message naming the lab (`volbench lab run`).
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -193,11 +194,27 @@ def _arrays_of(name: str, members: list[str]) -> list[str]:
     return sorted(found)
 
 
+# Stops before the members are zeroed: udev may assemble a member again as the array
+# stops (below), and that array must stop too.
+STOP_ROUNDS = 3
+
+
 @undoer("md-array")
 def _undo_array(data: Mapping[str, Any]) -> None:
     members = [n for m in data.get("members", []) if (n := blockstack.current_member(m))]
-    for array in _arrays_of(str(data["name"]), members):
-        proc.run(["mdadm", "--stop", array], timeout=TIMEOUT)
+    for _ in range(STOP_ROUNDS):
+        arrays = _arrays_of(str(data["name"]), members)
+        if not arrays:
+            break
+        for array in arrays:
+            proc.run(["mdadm", "--stop", array], timeout=TIMEOUT)
+        # A member written just before (mdadm --add in `volbench cleanup` after a kill
+        # during a member fault) gets a "change" event from udev's watch on it, and
+        # udev's rule runs `mdadm --incremental` on it: after the stop, that assembles
+        # a new array from the member alone (seen in the lab: the zeroing then found
+        # it busy). Wait for udev, then stop what it assembled.
+        if shutil.which("udevadm"):
+            proc.run(["udevadm", "settle", "--timeout=30"], timeout=TIMEOUT, check=False)
     for node in members:
         signatures, _ = guard.read_signatures(node)
         if any(s.type == "linux_raid_member" for s in signatures):

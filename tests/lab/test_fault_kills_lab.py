@@ -1,0 +1,253 @@
+"""A fault never outlives its run: volbench killed (-9) at a seeded random moment while a
+fault is in effect in the lab, then `volbench cleanup`, and the guest is as it was.
+
+One step of the shared boot (tests/lab/conftest.py, `faultkill`): GUEST_SCRIPT runs the
+trials one after the other. Each trial starts `volbench run` of its own experiment (one
+target, one fault with a `for:` longer than the run, so it is in effect until the kill)
+in a child forked from the step's process (a fresh Python in the emulated guest takes
+15-40 s to import volbench), waits until the fault's journal entry is written (it is
+written before the fault's commands run), waits a seeded random 0-WINDOW_S s more (so
+some kills land while the fault's commands still run), kills the child with SIGKILL
+(its fio lives on, as after a real kill), runs `volbench cleanup` in the step's process,
+and compares the guest's state with the state before the trial:
+
+- md member failed (speed limits set): no array left, md's speed limits as they were;
+- nfsd stopped: nfsd's threads as volbench found them, no export, no NFS mount;
+- dm table swapped (dm-delay) and thin pool exhausted: no device-mapper device left;
+- lab disk slowed through QMP: its reads at its class's cap again (measured with fio);
+- every trial: the mounts, the lab disks' holders, the journals, no fio process left.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
+
+MiB = 1024**2
+SEED = 23
+WINDOW_S = 6.0
+SLOW_IOPS = 400  # the slowed disk's class: 40 IOPS while slowed to 10 %
+KILL_CLASSES = {"killcap": DiskClass("killcap", iops=SLOW_IOPS)}
+KILL_DISKS = (LabDisk("kd1", 64 * MiB, "fast"), LabDisk("kd2", 64 * MiB, "fast"),
+              LabDisk("kn1", 512 * MiB, "fast"), LabDisk("kl1", 128 * MiB, "fast"),
+              LabDisk("kt1", 160 * MiB, "fast"), LabDisk("ks1", 128 * MiB, "killcap"))
+KILL_LAB = LabSpec(disks=KILL_DISKS, classes={**DEFAULT_CLASSES, **KILL_CLASSES})
+BY_ID = "/dev/disk/by-id/virtio-"
+
+
+def _experiment(name: str, target: str, fault: str, rw: str = "randwrite") -> str:
+    disks = "".join(f"\n    - {{name: {d.name}, size: {d.size // MiB}M, class: {d.disk_class}}}"
+                    for d in KILL_DISKS if f"{BY_ID}{d.name}" in target)
+    return f"""
+name: kill-{name}
+lab:
+  disks:{disks}
+  classes:
+    killcap: {{iops: {SLOW_IOPS}}}
+targets:
+  - {target}
+workloads:
+  - name: {rw}
+    tool: fio
+    rw: {rw}
+    bs: 4k
+    iodepth: 4
+    size: 32M
+    runtime: 60s
+    options: {{continue_on_error: all, ignore_error: "EIO,EIO:ENOSPC"}}
+    faults:
+      - {fault}
+repeat: 1
+"""
+
+
+MD = _experiment(
+    "md", f"{{name: kr, type: mdraid, level: raid1, fs: none, "
+          f"devices: [{BY_ID}kd1, {BY_ID}kd2]}}",
+    f"{{at: 1s, action: fail, device: {BY_ID}kd2, speed_limit_min: 2000, "
+    f"speed_limit_max: 5000}}", "randread")
+# (name, the fault's journal entry, experiment, the lab disk to read back at its cap)
+TRIALS: list[tuple[str, str, str, str | None]] = [
+    ("md", "fault-md-member", MD, None),
+    ("nfsd", "fault-nfsd", _experiment(
+        "nfsd", f"{{name: kn, type: nfs, version: 3, device: {BY_ID}kn1, "
+                "mount_options: [hard, nolock]}",
+        "{at: 1s, action: stop, target: kn, for: 120s}"), None),
+    ("dm-delay", "fault-dm-table", _experiment(
+        "dm", f"{{name: kl, type: lvm, devices: [{BY_ID}kl1], fs: none}}",
+        "{at: 1s, action: delay, target: kl, for: 120s, delay_ms: 50}", "randread"), None),
+    ("thin-full", "fault-thin-exhaust", _experiment(
+        "thin", f"{{name: kt, type: lvm, layout: thin, lv_size: 64M, "
+                f"devices: [{BY_ID}kt1], fs: none}}",
+        "{at: 1s, action: exhaust, target: kt, for: 120s, error_if_no_space: 1}"), None),
+    ("disk-slow", "fault-labdisk", _experiment(
+        "slow", f"{{name: ks, type: disk, device: {BY_ID}ks1, fs: none}}",
+        f"{{at: 1s, action: slow, device: {BY_ID}ks1, for: 120s, percent: 10}}",
+        "randread"), "ks1"),
+    ("md-again", "fault-md-member", MD, None),
+]
+
+# Runs in the shared boot's step process (volbench imported already): argv OUTDIR SEED.
+GUEST_SCRIPT = r"""
+import json, os, random, signal, sys, time
+from pathlib import Path
+from volbench.cli import main as cli
+from volbench.system import proc
+
+out, seed = Path(sys.argv[1]), int(sys.argv[2])
+plan = json.loads((out / "kills-plan.json").read_text())
+state = Path(os.environ.get("VOLBENCH_STATE_DIR", "/run/volbench")) / "journals"
+rng = random.Random(seed)
+
+
+def read(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def journalled():
+    kinds = []
+    for path in state.glob("*.jsonl"):
+        for line in (read(path) or "").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("op") == "add":
+                kinds.append(rec["kind"])
+    return kinds
+
+
+def processes(name):
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and (read(p / "comm") or "").strip() == name:
+            found.append(int(p.name))
+    return found
+
+
+def snapshot(disks):
+    mdstat = read("/proc/mdstat") or ""
+    holders = {}
+    for d in disks:
+        real = os.path.realpath(f"/dev/disk/by-id/virtio-{d}")
+        holders[d] = sorted(os.listdir(f"/sys/class/block/{os.path.basename(real)}/holders"))
+    return {
+        # What volbench mounts: filesystems on devices, NFS (not nfsd's own control fs,
+        # mounted once by the first NFS server and kept, as the kernel keeps nfsd).
+        "mounts": sorted(l.split()[1] for l in read("/proc/mounts").splitlines()
+                         if l.startswith("/dev/") or l.split()[2] in ("nfs", "nfs4")),
+        "md_arrays": sorted(l.split()[0] for l in mdstat.splitlines() if l.startswith("md")),
+        "md_speed": {k: read(f"/proc/sys/dev/raid/{k}") for k in
+                     ("speed_limit_min", "speed_limit_max")},
+        "dm": proc.run(["dmsetup", "ls"], timeout=60, check=False).stdout.split(),
+        "exports": proc.run(["exportfs", "-v"], timeout=60, check=False).stdout.split(),
+        "nfsd_threads": (read("/proc/fs/nfsd/threads") or "0").strip(),
+        "holders": holders,
+        "journals": sorted(p.name for p in state.glob("*.jsonl")),
+        "fio": processes("fio"),
+    }
+
+
+def read_iops(disk):
+    done = proc.run(["fio", "--name=back", f"--filename=/dev/disk/by-id/virtio-{disk}",
+                     "--rw=randread", "--bs=4k", "--iodepth=8", "--direct=1",
+                     "--ioengine=libaio", "--runtime=4", "--time_based=1",
+                     "--output-format=json"], timeout=120, check=False)
+    return json.loads(done.stdout)["jobs"][0]["read"]["iops"]
+
+
+disks = plan["disks"]
+results = []
+for i, trial in enumerate(plan["trials"]):
+    before = snapshot(disks)
+    (out / f"kill{i}.yaml").write_text(trial["experiment"])
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = cli.main(["run", str(out / f"kill{i}.yaml"), "--db", f"/srv/kill{i}.db",
+                             "--quiet"])
+        finally:
+            os._exit(code if isinstance(code, int) else 1)
+    started, fired, ended = time.monotonic(), None, None
+    while time.monotonic() - started < 300:
+        if trial["journal"] in journalled():
+            fired = time.monotonic() - started
+            break
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            ended = "the run ended before its fault"
+            break
+        time.sleep(0.05)
+    wait = rng.uniform(0.0, plan["window"])
+    time.sleep(wait)
+    kinds = journalled()
+    if ended is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    time.sleep(0.5)
+    left = journalled()
+    t = time.monotonic()
+    try:
+        code = cli.main(["cleanup"])
+    except SystemExit as exc:
+        code = exc.code
+    cleanup_s = time.monotonic() - t
+    time.sleep(1.0)
+    after = snapshot(disks)
+    result = {"name": trial["name"], "journal": trial["journal"], "fired_s": fired,
+              "killed_after_s": wait, "ended": ended, "journalled_at_kill": kinds,
+              "left_for_cleanup": left, "cleanup_code": code, "cleanup_s": cleanup_s,
+              "before": before, "after": after}
+    if trial["read_back"]:
+        result["iops_after"] = read_iops(trial["read_back"])
+    results.append(result)
+    print(f"kill trial {i} {trial['name']}: fault journalled after {fired} s, killed "
+          f"{wait:.2f} s later; cleanup exit {code} in {cleanup_s:.1f} s", flush=True)
+    (out / "kills.json").write_text(json.dumps(results, indent=1))
+"""
+
+
+def plan() -> dict[str, Any]:
+    """What GUEST_SCRIPT reads (kills-plan.json)."""
+    return {"window": WINDOW_S, "disks": [d.name for d in KILL_DISKS],
+            "trials": [{"name": n, "journal": j, "experiment": e, "read_back": r}
+                       for n, j, e, r in TRIALS]}
+
+
+STATE_KEYS = ("mounts", "md_arrays", "md_speed", "dm", "exports", "nfsd_threads",
+              "holders", "journals")
+
+
+def check(trials: list[dict[str, Any]]) -> None:
+    """Every trial: the fault fired and was in effect (its journal entry left for cleanup
+    by the kill), cleanup succeeded, and the guest's state is what it was before."""
+    assert [t["name"] for t in trials] == [n for n, *_ in TRIALS]
+    for t in trials:
+        print(t["name"], {k: t[k] for k in ("fired_s", "killed_after_s", "cleanup_code",
+                                           "cleanup_s", "left_for_cleanup")})
+        assert t["ended"] is None and t["fired_s"] is not None, t
+        assert t["journal"] in t["left_for_cleanup"], t  # killed with the fault in effect
+        assert t["cleanup_code"] == 0, t
+        assert {k: t["after"][k] for k in STATE_KEYS} == \
+            {k: t["before"][k] for k in STATE_KEYS}, t["name"]
+        assert t["after"]["fio"] == [], t["name"]  # the killed run's fio ended too
+        assert t["after"]["journals"] == [], t["name"]
+    slowed = next(t for t in trials if t["name"] == "disk-slow")
+    # The class's cap again (slowed, it would read 10 % of it).
+    assert slowed["iops_after"] >= 0.8 * SLOW_IOPS, slowed["iops_after"]
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_a_fault_never_outlives_a_killed_run(shared_boot: dict[str, Any]) -> None:
+    out, steps = shared_boot["out"], shared_boot["steps"]
+    print(f"lab kill trials step: {steps['faultkill']['seconds']:.0f} s")
+    assert steps["faultkill"]["code"] == 0, steps["faultkill"]
+    check(json.loads((out / "kills.json").read_text()))
