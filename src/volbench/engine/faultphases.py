@@ -111,16 +111,21 @@ def without_empty(series: Sequence[Series]) -> tuple[list[Series], float]:
     A lab disk pulled out of the guest has capacity 0: every read then returns 0 bytes at
     once, without an error, and fio counts each as done (13 000-21 000 "IOPS" at 0 B/s in
     the lab). A second with at least EMPTY_MIN_IOPS completions and no bytes cannot be
-    real I/O (10 of the smallest, 512 B, are 5 KiB), so its IOPS are not the disk's."""
+    real I/O (10 of the smallest, 512 B, are 5 KiB), so its IOPS are not the disk's.
+    fio's bandwidth log has no line for a second without bytes (seen in the lab: its
+    series ends at the pull while the IOPS go on), so a second missing from an op's bw
+    series moved no bytes; an op without a bw series is left as it is."""
     bw = {(s.tags.get("op", ""), t): v for s in series if s.name == "bw" for t, v in s.points}
+    with_bw = {s.tags.get("op", "") for s in series if s.name == "bw"}
     out, empty = [], 0.0
     for s in series:
-        if s.name != "iops":
+        op = s.tags.get("op", "")
+        if s.name != "iops" or op not in with_bw:
             out.append(s)
             continue
-        op, points = s.tags.get("op", ""), []
+        points = []
         for t, v in s.points:
-            if v >= EMPTY_MIN_IOPS and bw.get((op, t)) == 0:
+            if v >= EMPTY_MIN_IOPS and bw.get((op, t), 0.0) == 0:
                 empty += v
                 v = 0.0
             points.append((t, v))
