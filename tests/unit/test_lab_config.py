@@ -295,3 +295,13 @@ def test_folders_are_markers() -> None:
     assert "tests/system or lab" in str(folder_problem("unit", {"root"}))
     assert "mark it lab" in str(folder_problem("lab", {"slow"}))
     assert "belongs in tests/lab" in str(folder_problem("system", {"lab"}))
+
+
+def test_an_absurd_disk_count_is_refused_without_making_its_disks() -> None:
+    # A count out of range once made its list of names before the refusal: count 10**400
+    # (hypothesis, test_properties) took 24 GiB and the OOM killer ended the test run.
+    spec, problems = lab({"disks": [{"name": "d", "count": 10**400}]})
+    assert any("count: must be at most" in p for p in problems), problems
+    assert len(spec.disks) <= 64
+    _, problems = lab({"disks": [{"name": "d", "count": -(10**400)}]})
+    assert any("count: must be at least 1" in p for p in problems), problems

@@ -120,10 +120,15 @@ class Reader:
         return self._bounded(key, value, minimum, maximum)
 
     def _bounded(self, key: str, value: int, minimum: int | None, maximum: int | None) -> int:
+        # Out of range: the problem is recorded (the file is refused) and the value comes
+        # back clamped, so what is read after it never sizes anything by it (a lab disk
+        # `count: 10**400` made a list of that many names: 24 GiB, then the OOM killer).
         if minimum is not None and value < minimum:
             self.problem(key, f"must be at least {minimum}, got {value}")
+            return minimum
         if maximum is not None and value > maximum:
             self.problem(key, f"must be at most {maximum}, got {value}")
+            return maximum
         return value
 
     def number(self, key: str, default: Any = REQUIRED) -> float:
