@@ -140,11 +140,7 @@ def change_points(values: Sequence[float], *, alpha: float = ALPHA, min_size: in
         ranks = midranks(xs[a:b])
         stat, k = _scan(ranks, min_size)
         k = _refine(ranks, k, min_size)
-        # Long segments (a history of hundreds of experiments) get fewer permutations:
-        # the test stays exact (p = (1 + as extreme) / (1 + permutations)), its p-value
-        # coarser, and the null costs O(m) per permutation.
-        count = permutations if b - a <= LONG else min(permutations, LONG_PERMUTATIONS)
-        p = _p_value(stat, _null(b - a, min_size, count, seed))
+        p = _p_value(stat, _null(b - a, min_size, _count(b - a, permutations), seed))
         left, right = statistics.median(xs[a:a + k]), statistics.median(xs[a + k:b])
         if p <= alpha and _relative(left, right) >= min_change:
             found[a + k] = p
@@ -168,20 +164,34 @@ def _prune(xs: Sequence[float], cuts: list[int], alpha: float, min_change: float
     Binary segmentation splits a dip (a slower stretch that recovers) first somewhere
     inside the normal part; once the dip's own edges are found that first split
     separates two stretches of one level, and goes."""
-    while cuts:
-        bounds = [0, *cuts, len(xs)]
-        worst, worst_p = -1, alpha
+    def p_values(cuts: list[int]) -> list[float]:
+        bounds, out = [0, *cuts, len(xs)], []
         for i, cut in enumerate(cuts):
             left, right = xs[bounds[i]:cut], xs[cut:bounds[i + 2]]
-            p = mann_whitney(left, right).p_value
-            if _relative(statistics.median(left), statistics.median(right)) < min_change:
-                p = 1.0
-            if p > worst_p:
-                worst, worst_p = i, p
-        if worst < 0:
+            apart = _relative(statistics.median(left), statistics.median(right)) >= min_change
+            out.append(mann_whitney(left, right).p_value if apart else 1.0)
+        return out
+    return _drop_weakest(cuts, alpha, p_values)
+
+
+def _drop_weakest(cuts: list[int], alpha: float,
+                  p_values: Callable[[list[int]], list[float]]) -> list[int]:
+    """`cuts` less, one at a time, the one with the largest p-value above alpha (the
+    first of equals), the p-values read again after each, until all stand."""
+    while cuts:
+        ps = p_values(cuts)
+        worst = max(range(len(cuts)), key=ps.__getitem__)
+        if ps[worst] <= alpha:
             return cuts
         cuts = cuts[:worst] + cuts[worst + 1:]
     return cuts
+
+
+def _count(m: int, permutations: int) -> int:
+    # Long segments (a history of hundreds of experiments) get fewer permutations: the
+    # test stays exact (p = (1 + as extreme) / (1 + permutations)), its p-value coarser,
+    # and the null costs O(m) per permutation.
+    return permutations if m <= LONG else min(permutations, LONG_PERMUTATIONS)
 
 
 def drift(values: Sequence[float], cuts: Sequence[int] = ()) -> float:
@@ -212,24 +222,19 @@ def drift(values: Sequence[float], cuts: Sequence[int] = ()) -> float:
 def _drift_prune(xs: Sequence[float], cuts: list[int], alpha: float, min_size: int,
                  permutations: int, seed: int) -> list[int]:
     """The change points that still stand once the drift is allowed for (module doc)."""
-    while cuts:
+    def p_values(cuts: list[int]) -> list[float]:
         phi = drift(xs, cuts)
         if phi == 0:
-            return cuts
+            return [0.0] * len(cuts)
         factor = math.sqrt((1 + phi) / (1 - phi))
-        bounds = [0, *cuts, len(xs)]
-        worst, worst_p = -1, alpha
+        bounds, out = [0, *cuts, len(xs)], []
         for i in range(len(cuts)):
             a, b = bounds[i], bounds[i + 2]
             stat, _ = _scan(midranks(xs[a:b]), min_size)
-            count = permutations if b - a <= LONG else min(permutations, LONG_PERMUTATIONS)
-            p = _p_value(stat / factor, _null(b - a, min_size, count, seed))
-            if p > worst_p:
-                worst, worst_p = i, p
-        if worst < 0:
-            return cuts
-        cuts = cuts[:worst] + cuts[worst + 1:]
-    return cuts
+            out.append(_p_value(stat / factor,
+                                _null(b - a, min_size, _count(b - a, permutations), seed)))
+        return out
+    return _drop_weakest(cuts, alpha, p_values)
 
 
 def _refine(ranks: Sequence[float], k: int, min_size: int, reach: int = REACH) -> int:
