@@ -12,6 +12,9 @@ boot (conftest.py, `pull`): fio 4k random reads QD16 for 21 s on disks of 100 IO
   returns 0 bytes: no error (io_errors 0), no byte read, and no byte after the return
   either: fio's file descriptor belongs to the disk that went; the one that came back
   is a new device (measured: docs/faults.md).
+- `again`, a run on each target after those: the plain target finds p3 again under its
+  by-id link, now a new node, and reads it at its 100 IOPS (targets/disk.refind); the
+  array, not re-assembled, still reads from one mirror.
 The cap stays low so the emulated guest can deliver it on a loaded host."""
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ workloads:
     faults:
       - {at: 6s, action: pull, device: /dev/disk/by-id/virtio-p2, for: 8s}
       - {at: 6s, action: pull, device: /dev/disk/by-id/virtio-p3, for: 6s}
+  - name: again
+    tool: fio
+    rw: randread
+    bs: 4k
+    iodepth: 16
+    size: 128M
+    runtime: 5s
 repeat: 1
 """
 
@@ -56,6 +66,12 @@ repeat: 1
 def values(run: Any) -> dict[tuple[str, str], float | None]:
     return {(m.name, m.tags.get("phase", "")): m.value for m in run.metrics
             if m.tags.get("op") in (None, "read")}
+
+
+def whole_iops(run: Any) -> float:
+    """The run's read IOPS over all of it (not a window's)."""
+    (value,) = [m.value for m in run.metrics if m.name == "iops" and m.tags == {"op": "read"}]
+    return float(value)
 
 
 def check_events(run: Any, disk: str) -> list[dict[str, Any]]:
@@ -81,7 +97,10 @@ def test_a_pulled_raid1_member_and_a_pulled_plain_disk(shared_boot: dict[str, An
     db = shared_boot["db"]("pull")
     with Store(db, create=False) as store:
         (row,) = store.experiments()
-        runs = {r.target: r for r in store.runs([row.id], series=True)}
+        every = {(r.target, r.workload): r for r in store.runs([row.id], series=True)}
+    assert {k: str(r.status) for k, r in every.items()} == dict.fromkeys(every, "ok"), {
+        k: r.error for k, r in every.items()}
+    runs = {target: every[(target, "reads")] for target in ("r1p", "plainp")}
     md = runs["r1p"]
     got = values(md)
     print({k: v for k, v in got.items() if k[1]})
@@ -111,3 +130,13 @@ def test_a_pulled_raid1_member_and_a_pulled_plain_disk(shared_boot: dict[str, An
     assert got[("io_errors", "")] == 0.0  # reads at the end of a 0-byte disk: no error
     # Those empty reads are not the disk's IOPS (engine/faultphases.without_empty).
     assert got[("iops", "pull")] == 0.0 and got[("empty_ios", "")] > 1000
+
+    # The next run takes the returned disk under its new node, at the class's cap.
+    again = every[("plainp", "again")]
+    moved = again.annotations["device_moved"]
+    print("again on plainp:", moved, whole_iops(again))
+    assert moved["by"] == "/dev/disk/by-id/virtio-p3" and moved["to"] != moved["from"]
+    assert whole_iops(again) == pytest.approx(100, rel=0.15)
+    md_again = every[("r1p", "again")]
+    assert "device_moved" not in md_again.annotations
+    assert whole_iops(md_again) == pytest.approx(100, rel=0.15)  # one mirror

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,8 @@ from volbench.system import proc
 from volbench.system.block import disks, guard
 from volbench.system.journal import Journal
 from volbench.system.recipe import Recipe
-from volbench.targets import BuildContext, open_target
+from volbench.targets import BuildContext, disk, open_target
+from volbench.targets.base import Built
 
 WIPEFS = DATA / "wipefs" / "2.38.1"
 
@@ -343,4 +345,52 @@ def test_disk_target_on_a_listed_device(workdir: Path) -> None:
             < steps.index("mkfs.ext4")
         )
         assert signatures(dev) == ["ext4"]
+        journal.close()
+
+
+def _disk_target(workdir: Path, device: str, fs: str) -> Any:
+    doc = {"name": "x", "workdir": str(workdir), "workloads": [{"name": "w", "tool": "fio"}],
+           "targets": [{"name": "d", "type": "disk", "device": device, "fs": fs}]}
+    return parse_document(doc).targets[0]
+
+
+@pytest.mark.root
+def test_a_raw_disk_target_finds_its_disk_again_under_a_new_node(workdir: Path) -> None:
+    """A lab disk pulled and returned by a fault comes back as a new node under its by-id
+    link: the next run takes the new node once the guard passes it again, and a disk still
+    gone, or one now in use, is not taken."""
+    tool("mkfs.ext4")
+    link = workdir / "virtio-d1"  # stands for /dev/disk/by-id/virtio-d1
+    with loop(workdir, name="a") as first, loop(workdir, name="b") as second:
+        journal = Journal(workdir / "journal.jsonl")
+        with open_target(_disk_target(workdir, first, "none"),
+                         BuildContext(journal.scope(), Recipe(), workdir)) as built:
+            assert built.refind is not None and built.refind() is None  # the same node
+        journal.close()
+        link.symlink_to(first)
+        built = Built("raw", "disk", path=None, block_device=first, devices=[first])
+        assert disk.refind(built, str(link)) is None
+        link.unlink()
+        assert disk.refind(built, str(link)) is None  # still pulled: fiochecks refuses the run
+        link.symlink_to(second)
+        assert disk.refind(built, str(link)) == {"from": first, "to": second, "by": str(link)}
+        assert built.block_device == second and built.devices == [second]
+        proc.run(["mkfs.ext4", "-q", first], timeout=60)
+        link.unlink()
+        link.symlink_to(first)
+        with mounted(first, workdir / "m"), pytest.raises(UnsafeDevice, match="mounted"):
+            disk.refind(built, str(link))
+        assert built.block_device == second  # nothing taken that the guard refused
+
+
+@pytest.mark.root
+def test_a_target_with_a_filesystem_does_not_follow_its_disk(workdir: Path) -> None:
+    tool("mkfs.ext4")
+    with loop(workdir) as dev:
+        journal = Journal(workdir / "journal.jsonl")
+        with open_target(_disk_target(workdir, dev, "ext4"),
+                         BuildContext(journal.scope(), Recipe(), workdir)) as built:
+            # Its filesystem stays mounted on the node it was made on: a returned disk
+            # is not that mount, and the runs must see the failure, not a new disk.
+            assert built.refind is None
         journal.close()

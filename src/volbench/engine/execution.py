@@ -134,6 +134,9 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
     inv: Invocation | None = None
     done: proc.Completed | None = None
     try:
+        moved = built.refind() if built.refind is not None else None
+        if moved:  # a disk pulled and returned by an earlier run's fault
+            annotations["device_moved"] = moved
         inv = kind.command(workload, params, ctx)
         prepare_rundir(ctx.rundir, inv.user)
         if inv.cwd is not None:

@@ -51,6 +51,9 @@ class Built:
     device_bytes: int | None = None
     # Facts that change as runs write (a thin pool's data %), read before each run.
     probe: Callable[[], dict[str, Any]] | None = None
+    # Finds the disk of a raw target again before each run (targets/disk.refind): what
+    # moved ({"from", "to"}) or None.
+    refind: Callable[[], dict[str, str] | None] | None = None
 
 
 @dataclass

@@ -11,12 +11,15 @@ the lab VM, whose disks are /dev/disk/by-id/virtio-NAME.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
+from volbench.system.block import guard
 from volbench.system.block.disks import (
     DEVICE,
     WIPE,
@@ -68,7 +71,28 @@ def build(spec: DiskSpec, ctx: BuildContext) -> Iterator[Built]:
     it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
     info: dict[str, object] = {"fs": spec.fs.fs, "disk": disk.as_info()}
-    yield present(ctx, spec, spec.fs, disk.device, [disk.device], info)
+    built = present(ctx, spec, spec.fs, disk.device, [disk.device], info)
+    if built.path is None and disk.listed:
+        built.refind = partial(refind, built, disk.listed)
+    yield built
+
+
+def refind(built: Built, listed: str) -> dict[str, str] | None:
+    """The raw target's disk found again by the path it was listed as, before a run.
+
+    A lab disk pulled and returned by a fault comes back as a new node (/dev/vdc, then
+    /dev/vdq) under the same by-id link: the runs after it must use the new node, and only
+    once it passes the device guard again, as at the build (mounted, partitioned, a
+    member of md/LVM, swap: refused). Signatures are let through: what is on the disk now
+    is the runs' own writes. Returns what moved, or None when the node is the same or the
+    link is gone (a disk still pulled: the run is then refused by fiochecks)."""
+    old = built.block_device
+    if not os.path.exists(listed) or os.path.realpath(listed) == old:
+        return None
+    node = guard.check(listed, wipe=True).node
+    built.block_device = node
+    built.devices = [node if d == old else d for d in built.devices]
+    return {"from": str(old), "to": node, "by": listed}
 
 
 KIND = TargetKind(
