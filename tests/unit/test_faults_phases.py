@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from support import DATA
 from volbench.core.model import Parsed, Series
 from volbench.engine.faultphases import (
     fio_offset,
@@ -20,6 +22,7 @@ from volbench.engine.faultphases import (
 )
 from volbench.faults.md import rebuild_progress
 from volbench.stats import phases
+from volbench.workloads.fio import parse_json, parse_logs
 from volbench.workloads.fioverify import measured_options
 
 
@@ -281,3 +284,34 @@ def test_io_errors_say_when_fio_ended_the_run_after_a_pass_of_failed_writes() ->
     assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"
     (whole,) = io_errors({"fio.json": (data / "error-pass-noverify.json").read_text()})
     assert whole.value > 100_000 and whole.note == "first error: errno 28 (No space left on device)"
+
+
+def test_a_pulled_loop_disks_empty_reads_leave_every_figure() -> None:
+    """A real run (tests/data/fio/3.33/loop-pull): 500 IOPS, the disk pulled at 4 s for
+    4 s. fio's JSON says 438 537 IOPS at a p99 of 12 us: 4.35 million reads returned no
+    bytes, 1.36 million of them in the second the disk came back in beside 50 real ones."""
+    folder = DATA / "fio" / "3.33" / "loop-pull"
+    outputs = {p.name: p.read_text() for p in folder.iterdir()
+               if p.name.startswith("fio") and p.suffix in (".json", ".log")}
+    faults = json.loads((folder / "events.json").read_text())
+    parsed = parse_json(outputs["fio.json"], "fio.json")
+    parsed = replace(parsed, series=parse_logs(
+        {k: v for k, v in outputs.items() if k.endswith(".log")}))
+    fio_said = {m.name: m.value for m in parsed.metrics if m.tags == {"op": "read"}}
+    assert fio_said["iops"] > 400_000 and fio_said["clat_p99"] < 1e-4
+    got = phase_metrics(parsed, faults["events"], 13.5, outputs, (), faults["tool_offset_s"])
+    whole = {m.name: m for m in got.metrics if m.tags == {"op": "read"}}
+    # 9 seconds at 500 and the return second's ~50 over fio's 13 s: about 350.
+    assert whole["iops"].value == pytest.approx(9 * 500 / 13, rel=0.05)
+    assert "left out" in whole["iops"].note
+    # The disk's reads waited ~32 ms (16 queued at 500 a second), its p99 ~100 ms.
+    assert 0.02 < whole["clat_p99"].value < 0.2  # type: ignore[operator]
+    assert 0.01 < whole["clat_mean"].value < 0.1  # type: ignore[operator]
+    assert whole["clat_min"].value is None and "withheld" in whole["clat_min"].note
+    phase = {(m.name, m.tags.get("phase")): m.value for m in got.metrics}
+    assert phase[("iops", "pull")] == 0.0
+    assert phase[("iops", "before")] == pytest.approx(500, rel=0.02)
+    assert phase[("iops", "after")] == pytest.approx(500, rel=0.02)
+    assert phase[("clat_p99", "before")] == pytest.approx(0.1, rel=0.2)
+    assert ("clat_p99", "pull") not in phase  # no real read in the phase
+    assert phase[("empty_ios", None)] > 4_000_000
