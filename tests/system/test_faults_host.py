@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sqlite3
@@ -17,22 +18,27 @@ import pytest
 import yaml
 
 from support import leftovers, tool
+from volbench.core.errors import ResourceError
+from volbench.faults import loopdisk
+from volbench.system.block.devices import device_bytes, loop_direct_io, set_loop_offset
 
 pytestmark = pytest.mark.root
 CAP = 500
 
 
-def experiment(workdir: Path, runtime: str, fault: dict[str, Any]) -> Path:
-    doc = {
-        "name": "faults-host",
-        "workdir": str(workdir),
-        "targets": [{"name": "std", "type": "loopdisk", "size": "512M",
-                     "limits": {"read_iops": CAP, "write_iops": CAP}}],
-        "workloads": [{"name": "r", "tool": "fio", "rw": "randread", "bs": "4k",
-                       "iodepth": 16, "size": "32M", "runtime": runtime,
-                       "faults": [fault]}],
-        "repeat": 1,
-    }
+def experiment(workdir: Path, runtime: str, fault: dict[str, Any], **more: Any) -> Path:
+    """One loopdisk at CAP IOPS, fio 4k random reads with `fault`; `more`: the target's
+    fs (fs=…) and fio's options (options=…)."""
+    target = {"name": "std", "type": "loopdisk", "size": "512M",
+              "limits": {"read_iops": CAP, "write_iops": CAP}}
+    workload = {"name": "r", "tool": "fio", "rw": "randread", "bs": "4k", "iodepth": 16,
+                "size": "32M", "runtime": runtime, "faults": [fault]}
+    if "fs" in more:
+        target["fs"] = more["fs"]
+    if "options" in more:
+        workload["options"] = more["options"]
+    doc = {"name": "faults-host", "workdir": str(workdir), "targets": [target],
+           "workloads": [workload], "repeat": 1}
     path = workdir / "exp.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -93,6 +99,38 @@ def test_a_fault_that_lasts_to_the_end_is_a_phase_not_a_burst(workdir: Path,
     assert not leftovers(workdir)
 
 
+@pytest.mark.slow
+def test_a_pulled_loop_disk_reads_nothing_then_comes_back(workdir: Path,
+                                                          tmp_path: Path) -> None:
+    """`pull` of a loopdisk target leaves its disk 0 bytes for 4 s (what the kernel does
+    to a disk removed while open): reads return nothing and none counts as the disk's;
+    `return` gives the same node its whole image again, at its cap."""
+    tool("fio")
+    db = tmp_path / "p.db"
+    file = experiment(workdir, "13s", {"at": "4s", "action": "pull", "target": "std",
+                                       "for": "4s"}, fs="none",
+                      options={"continue_on_error": "all", "ignore_error": "EIO"})
+    done = subprocess.run(volbench("run", str(file), "--db", str(db), "--quiet"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = metrics(db)
+    print({k: v for k, v in got.items() if k[1] or k[0] in ("io_errors", "empty_ios")})
+    assert got[("iops", "before")] == pytest.approx(CAP, rel=0.1)
+    assert got[("iops", "pull")] == 0.0 and got[("bw", "pull")] == 0.0
+    assert got[("iops", "after")] == pytest.approx(CAP, rel=0.1)
+    assert got[("stall_seconds", "")] >= 3.0
+    with sqlite3.connect(db) as con:
+        notes = json.loads(con.execute("SELECT annotations FROM runs").fetchone()[0])
+    events = notes["faults"]["events"]
+    assert [(e["action"], e["phase"], e["error"]) for e in events] == [
+        ("pull", "pull", None), ("return", "after", None)]
+    (pulled,) = events[0]["commands"]
+    assert pulled["command"].startswith("LOOP_SET_STATUS64 /dev/loop")
+    assert pulled["command"].endswith(f"lo_offset={512 * 2**20}")
+    assert events[1]["commands"][0]["command"].endswith("lo_offset=0")
+    assert not leftovers(workdir)
+
+
 def journal_kinds(state: Path) -> list[str]:
     kinds = []
     for path in (state / "journals").glob("*.jsonl"):
@@ -132,3 +170,29 @@ def test_a_fault_never_outlives_its_run(workdir: Path, tmp_path: Path, how: sign
         assert "removed fault-throttle" in cleaned.stdout
     assert not leftovers(workdir)
     assert not list((state / "journals").glob("*.jsonl"))
+
+
+def test_a_loop_offset_is_set_only_on_the_image_it_was_given(workdir: Path) -> None:
+    """The pull's ioctl: capacity 0 and back while the device is open, and nothing done
+    to a loop device whose image is another (loop numbers are reused)."""
+    image = workdir / "d.img"
+    image.write_bytes(b"")
+    os.truncate(image, 8 * 2**20)
+    device = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(image)],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        held = os.open(device, os.O_RDONLY)  # as a workload holds it
+        try:
+            with pytest.raises(ResourceError, match="no longer the loop device of"):
+                set_loop_offset(device, str(workdir / "other.img"), 8 * 2**20)
+            assert device_bytes(device) == 8 * 2**20
+            set_loop_offset(device, str(image), 8 * 2**20)
+            assert device_bytes(device) == 0 and loop_direct_io(device)
+            assert loopdisk._undo_commands({"device": device, "backing": "/elsewhere.img"}) == []
+            loopdisk._undo({"device": device, "backing": str(image)})
+            assert device_bytes(device) == 8 * 2**20 and loop_direct_io(device)
+        finally:
+            os.close(held)
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=True)
+    assert loopdisk._undo_commands({"device": device, "backing": str(image)}) == []

@@ -268,7 +268,8 @@ def test_a_pull_of_a_listed_lab_disk_is_planned_with_its_return() -> None:
 
 @pytest.mark.parametrize(("faults", "expected"), [
     ("[{at: 6s, action: pull, target: r1}]",
-     "workloads[0].faults[0].target: 'pull' takes one disk out; it names the disk"),
+     "workloads[0].faults[0].target: 'pull' takes one disk out, and target r1 is type "
+     "mdraid"),
     ("[{at: 6s, action: pull, device: /dev/disk/by-id/virtio-p3}]",
      "workloads[0].faults[0].device: /dev/disk/by-id/virtio-p3 is not a disk any target "
      "lists"),
@@ -286,14 +287,21 @@ def test_bad_pulls_are_refused_naming_the_field(faults: str, expected: str) -> N
     assert any(p.startswith(expected) for p in found), found
 
 
-def test_a_loop_disk_cannot_be_pulled_and_the_message_says_why() -> None:
+def test_a_listed_loop_device_cannot_be_pulled_and_the_message_says_what_can() -> None:
     text = LAB.replace("- {name: loop, type: loopdisk",
                        "- {name: loop2, type: disk, device: /dev/loop7}\n  - {name: loop, "
                        "type: loopdisk")
     (found,) = [p for p in refusals("[{at: 6s, action: pull, device: /dev/loop7}]", text)
                 if "pull" in p or "loop7" in p]
-    assert "cannot be pulled" in found and "losetup -d of an open loop device" in found
-    assert "volbench lab run" in found
+    assert "cannot be pulled" in found and "a loopdisk target's own disk" in found
+    assert "volbench lab run" in found and "target:" in found
+
+
+def test_a_loopdisk_target_can_be_pulled_on_the_host() -> None:
+    text = LAB.split("targets:")[0].split("lab:")[0] + "targets:" + LAB.split("targets:")[1]
+    exp = parse_text(text.replace("FAULTS", "[{at: 6s, action: pull, target: loop, for: 4s}]"),
+                     "e.yaml")
+    assert [(f.action, f.target) for f in exp.workload("reads").faults] == [("pull", "loop")]
 
 
 def test_a_lab_disk_pull_outside_the_lab_is_refused() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volbench.config.faults import FaultSpec
-from volbench.faults import dm, iscsi, labdisk, md, nfs, thin, throttle
+from volbench.faults import dm, iscsi, labdisk, loopdisk, md, nfs, thin, throttle
 from volbench.faults.base import Action, FaultError, refuse_real_disk
 from volbench.targets.base import Built, TargetSpec
 
@@ -39,9 +39,11 @@ COMMANDS = {
     "return": "echo 'MAJ:MIN CAP' > CGROUP/blkio.throttle.*_device (target:); QMP "
               "block_set_io_throttle DEVICE CAPS (device: a lab disk), after a pull first "
               "blockdev-add IMAGE + device_add virtio-blk-pci serial=NAME at its slot; wait "
-              "for /dev/disk/by-id/virtio-NAME",
+              "for /dev/disk/by-id/virtio-NAME; after a loopdisk's pull LOOP_SET_STATUS64 "
+              "lo_offset=0",
     "pull": "QMP device_del DEVICE (a lab disk; until QEMU has deleted it); wait until "
-            "/dev/disk/by-id/virtio-NAME is gone",
+            "/dev/disk/by-id/virtio-NAME is gone; a loopdisk target (target:): "
+            "LOOP_SET_STATUS64 lo_offset=IMAGE_SIZE (capacity 0)",
     "delay": "dmsetup suspend LV; dmsetup load LV --table '0 LEN delay MAJ:MIN OFFSET "
              "delay_ms'; dmsetup resume LV",
     "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "
@@ -73,6 +75,8 @@ def make_action(fault: FaultSpec, spec: TargetSpec, built: Built,
         return labdisk.slow(fault)
     if fault.action == "slow":
         return throttle.slow(fault, built, spec.limits.items())
+    if fault.action == "pull" and spec.type == "loopdisk":
+        return loopdisk.pull(fault, built)
     if fault.action == "pull":
         return labdisk.pull(fault, _pull_may_lose(spec, built), spec.type == "mdraid")
     if fault.action in ("delay", "errors"):
@@ -91,4 +95,4 @@ def _pull_may_lose(spec: TargetSpec, built: Built) -> str:
 
 
 __all__ = ["COMMANDS", "DM_TABLE", "Action", "FaultError", "dm", "iscsi", "labdisk",
-           "make_action", "md", "nfs", "thin", "throttle"]
+           "loopdisk", "make_action", "md", "nfs", "thin", "throttle"]

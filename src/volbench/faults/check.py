@@ -49,7 +49,7 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
         return [_unknown(where, fault, targets)]
     field = "device" if fault.device else "target"
     if fault.action == "pull":
-        return _pull_problems(where, fault, in_lab)
+        return _pull_problems(where, fault, spec, in_lab)
     if fault.action in THROTTLED:
         if is_lab_disk(fault.device) and in_lab:
             return []  # its class's throttle lives in QEMU: changed through QMP
@@ -84,19 +84,23 @@ def _fault_problems(where: str, fault: FaultSpec, targets: Sequence[TargetSpec],
     return []
 
 
-def _pull_problems(where: str, fault: FaultSpec, in_lab: bool) -> list[Problem]:
-    """`pull` takes a lab disk out of the running VM (QMP); nothing else can vanish
-    honestly: a host loop disk detached while open only gets autoclear (docs/faults.md)."""
+def _pull_problems(where: str, fault: FaultSpec, spec: TargetSpec,
+                   in_lab: bool) -> list[Problem]:
+    """`pull` takes a lab disk out of the running VM (QMP), or leaves a loopdisk target's
+    disk with no capacity (faults/loopdisk.py); nothing else can vanish here."""
+    if fault.target is not None and spec.type == "loopdisk":
+        return []
     if fault.device is None:
-        return [Problem(f"{where}.target", "'pull' takes one disk out; it names the disk",
-                        "give device: (a lab disk a target lists, "
-                        "/dev/disk/by-id/virtio-NAME)")]
+        return [Problem(f"{where}.target", f"'pull' takes one disk out, and target "
+                        f"{spec.name} is type {spec.type}",
+                        "give device: (a lab disk a target lists, /dev/disk/by-id/virtio-NAME), "
+                        "or name a loopdisk target")]
     if not is_lab_disk(fault.device):
         return [Problem(f"{where}.device", f"{fault.device} cannot be pulled: only a lab "
-                        "disk can vanish from a running system here (losetup -d of an open "
-                        "loop device only marks it to go once closed; its I/O goes on)",
+                        "disk or a loopdisk target's own disk can vanish from a running "
+                        "system here",
                         "pull a lab disk in the lab (volbench lab run, device: "
-                        "/dev/disk/by-id/virtio-NAME)")]
+                        "/dev/disk/by-id/virtio-NAME), or name a loopdisk target (target:)")]
     if not in_lab:
         return [Problem(f"{where}.device", f"pulling {fault.device} needs the lab VM, where "
                         "QEMU can take the disk out", "run it with volbench lab run")]

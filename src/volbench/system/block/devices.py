@@ -7,8 +7,11 @@ the command it ran in the caller's recipe.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
+import struct
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,6 +110,48 @@ def loops_backed_by(backing: str) -> list[str]:
         if back == backing or back.removesuffix(" (deleted)") == backing:
             found.append(str(dev["name"]))
     return found
+
+
+# struct loop_info64 (linux/loop.h) is 232 bytes; lo_offset is its fourth u64. The set
+# ioctl takes the struct as the get ioctl gave it, with only the offset changed.
+LOOP_SET_STATUS64, LOOP_GET_STATUS64 = 0x4C04, 0x4C05
+LOOP_INFO64_BYTES, LO_OFFSET_AT = 232, 24
+
+
+def loop_backing(device: str) -> str | None:
+    """The image behind loop `device` (sysfs), None when it has none (or is no loop)."""
+    path = Path("/sys/block") / Path(device).name / "loop" / "backing_file"
+    try:
+        return path.read_text().strip().removesuffix(" (deleted)")
+    except OSError:
+        return None
+
+
+def set_loop_offset(device: str, backing: str, offset: int) -> None:
+    """Start loop `device` `offset` bytes into its image: its capacity becomes the image's
+    size minus that (at the image's size: 0, what the kernel leaves of a disk that was
+    removed; at 0: the whole image again). Works while the device is open. Refused when
+    `device` is no longer backed by `backing`: loop devices are reused by number."""
+    if loop_backing(device) != backing:
+        raise ResourceError(f"{device} is no longer the loop device of {backing}; "
+                            "nothing was changed")
+    fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        info = bytearray(LOOP_INFO64_BYTES)
+        fcntl.ioctl(fd, LOOP_GET_STATUS64, info)
+        struct.pack_into("=Q", info, LO_OFFSET_AT, offset)
+        for _ in range(50):  # the kernel answers EAGAIN while it drops the page cache
+            try:
+                fcntl.ioctl(fd, LOOP_SET_STATUS64, info)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EAGAIN:
+                    raise ResourceError(f"{device}: LOOP_SET_STATUS64 (offset {offset}): "
+                                        f"{exc.strerror}") from exc
+                time.sleep(0.1)
+        raise ResourceError(f"{device}: the kernel kept answering EAGAIN to a new offset")
+    finally:
+        os.close(fd)
 
 
 @undoer("loop")
