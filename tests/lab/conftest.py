@@ -19,10 +19,11 @@ nothing before its run, so its QEMU bucket is full as on a fresh boot.
 `lab run` through the CLI, kill -9, SIGTERM and the boot failures keep boots of their
 own (test_lab.py), and so does test_stacks_lab.py (fifteen disks of its own).
 
-Any test of these files asks for the whole boot: running one of them alone still runs
-every step (~9 min on a quiet host, ~17 min at load 9-10 before the faults, rebuild
-and faultkill steps; with them 33 min at load 6-9: faults 540 s, rebuild 155 s,
-faultkill 179 s; pull ~100 s and timeouts ~290 s more).
+The boot carries the disks and runs the steps of the test files pytest selected, and
+only those (STEP_FILES): `pytest tests/lab/test_rebuild_lab.py` boots with the rebuild's
+two disks and runs that step alone (a few minutes), while CI, selecting every file, runs
+them all (~24 min on a quiet host: faults ~540 s, timeouts ~290 s, faultkill ~180 s,
+rebuild ~140 s, pull ~100 s, the rest ~9 min).
 
 To put another lab test on the shared boot: its disks must have names of their own and
 its step must leave the guest as it found it; add the step below and read its files.
@@ -112,17 +113,48 @@ def _merged(specs: list[LabSpec]) -> tuple[tuple[LabDisk, ...], dict[str, DiskCl
     return tuple(disks.values()), classes
 
 
+# The test files that read each step, in the steps' order.
+STEP_FILES = {
+    "guard": ("test_lab.py",), "thin": ("test_thin_first_touch_lab.py",),
+    "precondition": ("test_precondition_lab.py",), "burst": ("test_burst_lab.py",),
+    "qmpiscsi": ("test_faults_qmp_iscsi_lab.py",), "pull": ("test_faults_pull_lab.py",),
+    "timeouts": ("test_faults_timeouts_lab.py",), "faults": ("test_faults_lab.py",),
+    "rebuild": ("test_rebuild_lab.py",), "faultkill": ("test_fault_kills_lab.py",),
+    "nfshop": ("test_nfs_hop_lab.py", "test_curves_lab.py"),
+}
+
+
+def wanted_steps(items: list[pytest.Item]) -> list[str]:
+    """The steps the selected tests read (a test reads the shared boot through the
+    `shared_boot` fixture, directly or through another fixture), in the steps' order."""
+    files = {Path(str(item.path)).name for item in items
+             if "shared_boot" in getattr(item, "fixturenames", ())}
+    return [step for step, owners in STEP_FILES.items() if files & set(owners)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that read the shared boot: scripts/test runs them (`-m shared_boot`)
+    in a pytest of their own beside everything else."""
+    for item in items:
+        if "shared_boot" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared_boot)
+
+
 @pytest.fixture(scope="session")
-def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The shared folder after every step (see the module doc), the boot's LabResult
-    and the steps' exit codes and seconds."""
+def shared_boot(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shared folder after the selected tests' steps (see the module doc), the
+    boot's LabResult and the steps' exit codes and seconds."""
     need_lab()
     out = tmp_path_factory.mktemp("sharedlab")
-    runs = {"thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
-            "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS, "faults": FAULTS,
-            "rebuild": REBUILD}
-    specs = [LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
-             LabSpec(disks=(NFS_DISK,)), KILL_LAB]
+    wanted = wanted_steps(request.session.items)
+    runs = {name: text for name, text in {
+        "thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
+        "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS, "faults": FAULTS,
+        "rebuild": REBUILD}.items() if name in wanted}
+    own = {"guard": LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
+           "nfshop": LabSpec(disks=(NFS_DISK,)), "faultkill": KILL_LAB}
+    specs = [spec for name, spec in own.items() if name in wanted]
     for name, text in runs.items():
         (out / f"{name}.yaml").write_text(text)
         specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
@@ -133,13 +165,14 @@ def shared_boot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (out / "steps.py").write_text(STEPS_SCRIPT)
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
         (out / f"{name}.yaml").write_text(json.dumps(doc))
-    plan: list[dict[str, Any]] = [
+    every: list[dict[str, Any]] = [
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
         {"name": "nfshop", "script": str(out / "nfshop.py"),
          "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
     ]
+    plan = [step for step in every if step["name"] in wanted]
     (out / "steps-plan.json").write_text(json.dumps(plan))
     disks, classes = _merged(specs)
     spec = LabSpec(disks=disks, classes=classes, modules=(*DEFAULT_MODULES, *NFS_MODULES))
