@@ -4,15 +4,18 @@ with every disk its steps need and runs the steps one after the other, never two
 once, so no step's disk or CPU sees another's load; each test file reads its own results.
 
 Steps (in this order; each writes into the shared folder):
+- `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
+  `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json. First: its
+  latency checks need the guest's CPU, and in CI the lab tests with boots of their own
+  start ~12 min in, beside this boot (scripts/test); at its old place, last, it measured
+  the hop at 5.1 ms instead of 2 ms beside that second VM (2026-11-27);
 - `guard`: test_lab.py's GUARD_SCRIPT on disks g1-g4 and w1 (guard.json);
 - `thin`, `precondition`, `burst`, `qmpiscsi`, `pull`, `timeouts`, `faults`, `rebuild`:
   `volbench run` of that
   test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
   carries all of them and the run records its own section): NAME.db and NAME-report.md;
 - `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
-  fault, then `volbench cleanup`): kills.json;
-- `nfshop`: test_nfs_hop_lab.py's GUEST_SCRIPT (two client namespaces over veth with
-  `tc netem`, then hop.yaml and curve.yaml): hop.db, curve.db, checks.json.
+  fault, then `volbench cleanup`): kills.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
 nothing before its run, so its QEMU bucket is full as on a fresh boot.
 
@@ -22,8 +25,9 @@ own (test_lab.py), and so does test_stacks_lab.py (fifteen disks of its own).
 The boot carries the disks and runs the steps of the test files pytest selected, and
 only those (STEP_FILES): `pytest tests/lab/test_rebuild_lab.py` boots with the rebuild's
 two disks and runs that step alone (a few minutes), while CI, selecting every file, runs
-them all (~24 min on a quiet host: faults ~540 s, timeouts ~290 s, faultkill ~180 s,
-rebuild ~140 s, pull ~100 s, the rest ~9 min).
+them all (~25 min on a quiet host; in CI, beside the rest, 29 min: faults 444 s, faultkill
+256 s, timeouts 193 s, nfshop 157 s, qmpiscsi 154 s, rebuild 152 s, burst 91 s, pull 88 s,
+thin 78 s, precondition 46 s, guard 36 s, and the boot).
 
 To put another lab test on the shared boot: its disks must have names of their own and
 its step must leave the guest as it found it; add the step below and read its files.
@@ -115,12 +119,12 @@ def _merged(specs: list[LabSpec]) -> tuple[tuple[LabDisk, ...], dict[str, DiskCl
 
 # The test files that read each step, in the steps' order.
 STEP_FILES = {
+    "nfshop": ("test_nfs_hop_lab.py", "test_curves_lab.py"),
     "guard": ("test_lab.py",), "thin": ("test_thin_first_touch_lab.py",),
     "precondition": ("test_precondition_lab.py",), "burst": ("test_burst_lab.py",),
     "qmpiscsi": ("test_faults_qmp_iscsi_lab.py",), "pull": ("test_faults_pull_lab.py",),
     "timeouts": ("test_faults_timeouts_lab.py",), "faults": ("test_faults_lab.py",),
     "rebuild": ("test_rebuild_lab.py",), "faultkill": ("test_fault_kills_lab.py",),
-    "nfshop": ("test_nfs_hop_lab.py", "test_curves_lab.py"),
 }
 
 
@@ -166,11 +170,11 @@ def shared_boot(request: pytest.FixtureRequest,
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
         (out / f"{name}.yaml").write_text(json.dumps(doc))
     every: list[dict[str, Any]] = [
+        {"name": "nfshop", "script": str(out / "nfshop.py"),
+         "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
-        {"name": "nfshop", "script": str(out / "nfshop.py"),
-         "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
     ]
     plan = [step for step in every if step["name"] in wanted]
     (out / "steps-plan.json").write_text(json.dumps(plan))
