@@ -141,35 +141,53 @@ def journal_kinds(state: Path) -> list[str]:
     return kinds
 
 
+# A slowed disk's caps, and a pulled disk's capacity: each undone whatever kills the run.
+FAULTS = {"slow": ("fault-throttle", {"action": "slow", "target": "std", "for": "20s"}, {}),
+          "pull": ("fault-loopdisk", {"action": "pull", "target": "std", "for": "20s"},
+                   {"fs": "none", "options": {"continue_on_error": "all",
+                                              "ignore_error": "EIO"}})}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_a_fault_never_outlives_its_run(workdir: Path, tmp_path: Path, how: signal.Signals,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Killed at a random moment while the disk is slowed: teardown (SIGTERM) or
-    `volbench cleanup` (SIGKILL) undoes the fault before removing the disk."""
+                                        fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed at a random moment while the disk is slowed or pulled: teardown (SIGTERM)
+    or `volbench cleanup` (SIGKILL) undoes the fault before removing the disk."""
     tool("fio")
     state = tmp_path / "state"
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(state))
-    file = experiment(workdir, "30s", {"at": "1s", "action": "slow", "target": "std",
-                                       "for": "20s"})
+    kind, spec, more = FAULTS[fault]
+    file = experiment(workdir, "30s", {"at": "1s", **spec}, **more)
     child = subprocess.Popen(volbench("run", str(file), "--db", str(tmp_path / "k.db"),
                                       "--quiet"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while "fault-throttle" not in journal_kinds(state):
+    while kind not in journal_kinds(state):
         assert child.poll() is None, child.communicate()
         assert time.monotonic() < deadline, "the fault never fired"
         time.sleep(0.1)
-    time.sleep(random.Random(f"faults-{how}").uniform(0.0, 3.0))
+    time.sleep(random.Random(f"faults-{fault}-{how}").uniform(0.0, 3.0))
     child.send_signal(how)
     child.communicate(timeout=120)
     if how == signal.SIGKILL:
         time.sleep(0.5)
         assert leftovers(workdir), "a SIGKILLed run leaves its disk for cleanup"
+        if fault == "pull":  # still pulled: the journal's undo is what gives it back
+            assert any(device_bytes(d) == 0 for d in loop_devices_of(workdir))
         cleaned = subprocess.run(volbench("cleanup"), capture_output=True, text=True,
                                  timeout=120)
         assert cleaned.returncode == 0, cleaned.stderr
-        assert "removed fault-throttle" in cleaned.stdout
+        assert f"removed {kind}" in cleaned.stdout
     assert not leftovers(workdir)
     assert not list((state / "journals").glob("*.jsonl"))
+
+
+def loop_devices_of(workdir: Path) -> list[str]:
+    """The loop devices whose images are under `workdir`."""
+    listed = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                            capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listed.splitlines()
+            if len(line.split()) > 1 and line.split()[1].startswith(str(workdir))]
 
 
 def test_a_loop_offset_is_set_only_on_the_image_it_was_given(workdir: Path) -> None:

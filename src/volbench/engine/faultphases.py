@@ -197,11 +197,11 @@ def _latency_kept(metric: Metric, kept: Mapping[float, int], empty: float) -> Me
                    "I/Os that returned no bytes (a pulled disk)")
 
 
-def _kept_histograms(logs: Mapping[str, str], blank: AbstractSet[tuple[str, int]]
-                     ) -> dict[str, dict[float, int]]:
+def _kept_histograms(hists: Mapping[str, Mapping[float, Mapping[float, int]]],
+                     blank: AbstractSet[tuple[str, int]]) -> dict[str, dict[float, int]]:
     """Each op's clat histogram over the run without the `blank` seconds."""
     return {op: merge_histograms(h for t, h in by_second.items() if (op, round(t)) not in blank)
-            for op, by_second in second_histograms(logs).items()}
+            for op, by_second in hists.items()}
 
 
 def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
@@ -224,6 +224,7 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
     end = run_end(series, elapsed - offset, fio_runtime(logs))
     split = phases.split(phases.cuts(events, offset), end)
     series, empty, blank = without_empty(series)
+    hists = second_histograms(logs)  # parsed once: both the whole run and the phases read it
     out: list[Metric] = []
     if empty:
         out.append(Metric("empty_ios", sum(empty.values()), "op", {}, "I/Os that returned "
@@ -232,13 +233,13 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
                 for s in series if s.name == "iops"}
         parsed = replace(parsed, metrics=without_empty_ios(
             parsed.metrics, empty, real, fio_runtime(logs) or end,
-            _kept_histograms(logs, blank)))
+            _kept_histograms(hists, blank)))
     for phase in split:
         out += _rates(series, phase)
         out.append(Metric("phase_seconds", phase.length, "s", {"phase": phase.name}))
         out.append(Metric("stall_seconds", phases.longest_stall(
             _all_ops(series), phase.start, phase.end), "s", {"phase": phase.name}))
-    out += _p99(logs, split, blank)
+    out += _p99(hists, split, blank)
     out.append(Metric("stall_seconds", phases.longest_stall(_all_ops(series), 0.0, end), "s"))
     out += _recoveries(series, split, events, end, offset)
     out += rebuild(events, samples)
@@ -263,12 +264,13 @@ def _rates(series: Sequence[Series], phase: phases.Phase) -> list[Metric]:
     return out
 
 
-def _p99(logs: Mapping[str, str], split: Sequence[phases.Phase],
-         blank: AbstractSet[tuple[str, int]] = frozenset()) -> list[Metric]:
+def _p99(hists: Mapping[str, Mapping[float, Mapping[float, int]]],
+         split: Sequence[phases.Phase], blank: AbstractSet[tuple[str, int]] = frozenset()
+         ) -> list[Metric]:
     """clat_p99 per op and phase from the seconds' histograms, but the `blank` seconds'
     (empty reads of a pulled disk: a few microseconds each, not the disk's latency)."""
     out = []
-    for op, by_second in second_histograms(logs).items():
+    for op, by_second in hists.items():
         for phase in split:
             start, end = phases.whole_seconds(phase.start, phase.end)
             merged = merge_histograms(h for t, h in by_second.items()
