@@ -41,3 +41,55 @@ def test_devices_and_caps_come_from_sysfs_and_the_cgroup(tmp_path: Path,
     assert found["tool.fio"] == "fio-3.33" and found["host.kernel"]
     assert fingerprint.digest(found) == fingerprint.digest(dict(reversed(found.items())))
     assert fingerprint.digest({**found, "cpu.governor": "x"}) != fingerprint.digest(found)
+
+
+def fake_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dmi: dict[str, str],
+                 models: dict[str, str]) -> None:
+    """A sysfs with these DMI fields and block devices of these models."""
+    for name, value in dmi.items():
+        (tmp_path / "dmi").mkdir(exist_ok=True)
+        (tmp_path / "dmi" / name).write_text(value + "\n")
+    for dev, model in models.items():
+        (tmp_path / "block" / dev / "device").mkdir(parents=True)
+        (tmp_path / "block" / dev / "device" / "model").write_text(model + "  \n")
+    monkeypatch.setattr(fingerprint, "DMI", tmp_path / "dmi")
+    monkeypatch.setattr(fingerprint, "SYS_BLOCK", tmp_path / "block")
+
+
+def test_an_ec2_instance_says_its_type_and_its_disks_kinds(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    fake_machine(tmp_path, monkeypatch, {"sys_vendor": "Amazon EC2", "product_name": "m5d.large"},
+                 {"nvme1n1": "Amazon Elastic Block Store", "nvme2n1":
+                  "Amazon EC2 NVMe Instance Storage"})
+    found = fingerprint.gather(devices=["/dev/nvme1n1", "/dev/nvme2n1"])
+    assert found["cloud.provider"] == "aws" and found["cloud.instance_type"] == "m5d.large"
+    assert found["device0.cloud_disk"] == "aws-ebs"
+    assert found["device1.cloud_disk"] == "aws-instance-store"
+
+
+def test_gce_and_azure_are_named_but_their_type_is_not_guessed(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    fake_machine(tmp_path, monkeypatch, {"sys_vendor": "Google", "product_name":
+                                         "Google Compute Engine"},
+                 {"sdb": "PersistentDisk", "nvme0n1": "nvme_card"})
+    found = fingerprint.gather(devices=["/dev/sdb", "/dev/nvme0n1"])
+    assert found["cloud.provider"] == "gcp" and "cloud.instance_type" not in found
+    assert found["device0.cloud_disk"] == "gcp-local-ssd"  # sorted: nvme0n1 first
+    assert found["device1.cloud_disk"] == "gcp-persistent-disk"
+    azure = {"sys_vendor": "Microsoft Corporation", "product_name": "Virtual Machine",
+             "chassis_asset_tag": "7783-7084-3265-9085-8269-3286-77"}
+    assert fingerprint.cloud_part({f"dmi.{k}": v for k, v in azure.items()} | {
+        "device0.model": "Virtual Disk"}) == {"cloud.provider": "azure",
+                                              "device0.cloud_disk": "azure-managed-disk"}
+
+
+def test_a_machine_that_says_nothing_of_a_cloud_gets_no_cloud_fields(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(tmp_path, monkeypatch, {"sys_vendor": "QEMU", "product_name":
+                                         "Standard PC (i440FX + PIIX, 1996)"},
+                 {"vdb": "QEMU HARDDISK"})
+    found = fingerprint.gather(devices=["/dev/vdb"])
+    assert not [k for k in found if k.startswith("cloud.") or k.endswith(".cloud_disk")]
+    assert found["dmi.sys_vendor"] == "QEMU" and found["device0.model"] == "QEMU HARDDISK"

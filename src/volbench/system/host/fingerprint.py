@@ -4,8 +4,11 @@ Host, kernel, versions (volbench, the tools), CPU model and frequency governor, 
 the target's devices (model, size, firmware, rotational, scheduler), its filesystem and
 mount options, throttling caps, the lab class, and the machine's own name for itself
 (DMI: vendor, product — a cloud instance type appears there, e.g. "m5.large" or
-"Google Compute Engine"). Only local files (/proc, /sys) are read: nothing from the
-network. Unreadable fields are left out, not guessed.
+"Google Compute Engine"), and what those say of the cloud: `cloud.provider`,
+`cloud.instance_type` where DMI names it (EC2 does; GCE and Azure keep it in their metadata
+services, which are network: not asked), and each device's `deviceN.cloud_disk` from its
+model (EBS, instance storage, a persistent disk, a local SSD). Only local files (/proc,
+/sys) are read: nothing from the network. Unreadable fields are left out, not guessed.
 
 A fingerprint is a flat dict of `section.field` keys, so two are compared key by key
 (stats/history.differences) and stored once per distinct content (its digest).
@@ -30,6 +33,19 @@ CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq")
 # DMI fields that name the machine (never serial numbers or UUIDs: not needed, and private).
 DMI_FIELDS = ("sys_vendor", "product_name", "product_version", "board_vendor", "board_name",
               "chassis_asset_tag", "bios_version")
+
+
+# What a cloud's DMI says of itself: (field, value's start) -> provider. Azure's VMs carry
+# this asset tag (Microsoft's documented way to tell an Azure VM from Hyper-V's own).
+CLOUDS = ((("sys_vendor", "Amazon EC2"), "aws"), (("product_name", "Google Compute Engine"), "gcp"),
+          (("chassis_asset_tag", "7783-7084-3265-9085-8269-3286-77"), "azure"))
+# A cloud disk's model string (as its sysfs device/model reads) -> its kind.
+CLOUD_DISKS = (("Amazon Elastic Block Store", "aws-ebs"),
+               ("Amazon EC2 NVMe Instance Storage", "aws-instance-store"),
+               ("PersistentDisk", "gcp-persistent-disk"), ("nvme_card-pd", "gcp-persistent-disk"),
+               ("EphemeralDisk", "gcp-local-ssd"), ("nvme_card", "gcp-local-ssd"),
+               ("Virtual Disk", "azure-managed-disk"), ("Microsoft NVMe Direct Disk",
+                                                        "azure-local-nvme"))
 
 
 def _read(path: Path) -> str:
@@ -58,6 +74,23 @@ def host_part() -> dict[str, Any]:
         if value := _read(DMI / name):
             found[f"dmi.{name}"] = value
     return found
+
+
+def cloud_part(found: Mapping[str, Any]) -> dict[str, Any]:
+    """The cloud the DMI fields in `found` name, and the kind of each cloud disk found
+    (by model): nothing when the machine does not say (a laptop, a lab VM)."""
+    out: dict[str, Any] = {}
+    for (field, start), provider in CLOUDS:
+        if str(found.get(f"dmi.{field}", "")).startswith(start):
+            out["cloud.provider"] = provider
+    if out.get("cloud.provider") == "aws" and (product := found.get("dmi.product_name")):
+        out["cloud.instance_type"] = product  # EC2's DMI product name is the type (m5.large)
+    for key, value in found.items():
+        if key.startswith("device") and key.endswith(".model"):
+            kind = next((k for model, k in CLOUD_DISKS if str(value).startswith(model)), None)
+            if kind:
+                out[key.removesuffix(".model") + ".cloud_disk"] = kind
+    return out
 
 
 def device_part(name: str, prefix: str) -> dict[str, Any]:
@@ -125,6 +158,7 @@ def gather(*, path: Path | None = None, devices: Iterable[str] = (),
     if path is not None:
         found.update(mount_part(path))
     found.update(throttle_part(cgroup))
+    found.update(cloud_part(found))
     found.update(extra or {})
     return found
 
