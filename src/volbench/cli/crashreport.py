@@ -22,7 +22,8 @@ def save(exc: BaseException, argv: Sequence[str] | None = None) -> str:
             # A --db URL's password never goes into the file (docs/store.md).
             f"command: volbench {' '.join(map(redact, sys.argv[1:] if argv is None else argv))}"
             "\n\n"
-            + "".join(traceback.format_exception(exc)))
+            # ... nor one an exception's message quotes.
+            + redact("".join(traceback.format_exception(exc))))
     name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     where: Path | None = None
     # The state directory first (journals live there); the temporary directory if the
@@ -35,7 +36,7 @@ def save(exc: BaseException, argv: Sequence[str] | None = None) -> str:
             continue
         where = folder / name
         break
-    what = f"{type(exc).__name__}: {_short(str(exc))}"
+    what = f"{type(exc).__name__}: {_short(redact(str(exc)))}"
     saved = f"the full traceback is in {where}" if where else "the traceback could not be saved"
     return (f"internal error ({what}); {saved}. This is a bug in volbench: please report it "
             "with that file and the command you ran")

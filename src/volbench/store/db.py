@@ -46,12 +46,13 @@ class Store(Reads):
         """`read_only`: never write to the file (reports); implies not creating it.
 
         A PostgreSQL location is connected to and brought to the current schema (in
-        the schema `volbench`, made if missing); `read_only` does not apply to it."""
+        the schema `volbench`, made if missing); a current one is only read, so a role
+        with SELECT alone can report. `read_only` there picks the grants a refusal names."""
         self.path: Location = path
         # Rows left out because a JSON column is damaged: one line each, for the CLI to say.
         self.damaged: list[str] = []
         if isinstance(path, PgLocation):
-            self.db = pg.connect(path)
+            self.db = pg.connect(path, writer=not read_only)
             try:
                 schema.migrate(self.db, path)
             except BaseException:
@@ -102,8 +103,8 @@ class Store(Reads):
                 raise
             raise StoreError(self._full()) from exc
         except Exception as exc:
-            if isinstance(self.path, PgLocation) and pg.is_database_error(exc):
-                raise StoreError(pg.server_problem(self.path, exc)) from exc
+            if isinstance(self.db, pg.PgConnection) and pg.is_database_error(exc):
+                raise StoreError(self.db.problem(exc)) from exc
             raise
 
     def __enter__(self) -> Store:
@@ -215,7 +216,7 @@ class Store(Reads):
             return False
         assert isinstance(self.path, PgLocation)
         try:
-            self.db = pg.connect(self.path)
+            self.db = pg.connect(self.path, writer=self.db.writer)
         except StoreError:
             return False
         return True

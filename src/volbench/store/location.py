@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from volbench.core.errors import VolbenchError
 
@@ -44,10 +44,39 @@ class PgLocation:
 Location = Path | PgLocation
 
 
-def redact(url: str) -> str:
-    """The URL with any password (user:PASSWORD@, password=...) replaced by ***."""
-    text = re.sub(r"^([a-z]+://[^/@:]*):[^/@]*@", r"\1:***@", url)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", text)
+# `scheme://user:PASSWORD@` anywhere in a text: a whole URL, `--db=URL`, a typo'd scheme
+# (postgresql+psycopg://, POSTGRESQL://). The password runs to the authority's last `@`
+# (before the first / ? # or blank), as urlsplit reads it; libpq stops at the first `@`,
+# which is a prefix of it, so either reading is covered.
+_USER_INFO = re.compile(r"([a-z][a-z0-9+.-]*://[^\s/?#@:]*):[^\s/?#]*@", re.I)
+# `password=` as a URL query parameter or a libpq keyword (after a blank or a start).
+_PASSWORD_PARAM = re.compile(r"((?:^|[?&;\s])password=)[^&\s]*", re.I)
+
+
+def redact(text: str) -> str:
+    """`text` (a URL, an argument, a message) with every URL password (user:PASSWORD@,
+    password=...) replaced by ***."""
+    return _PASSWORD_PARAM.sub(r"\1***", _USER_INFO.sub(r"\1:***@", text))
+
+
+def secrets(url: str) -> list[str]:
+    """The passwords a URL carries, as written and percent-decoded, longest first (for
+    scrubbing messages that quote them, such as libpq's "invalid percent-encoded token")."""
+    raw: list[str] = []
+    for found in re.finditer(r"://[^\s/?#@:]*:([^\s/?#]*)@", url):
+        whole = found.group(1)
+        raw += [whole, whole.split("@")[0]]  # urlsplit's reading and libpq's
+    raw += [m.group(1) for m in re.finditer(r"[?&]password=([^&]*)", url, re.I)]
+    found_all = {word for text in raw for word in (text, unquote(text)) if word}
+    return sorted(found_all, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` redacted, and without any password of `url` in it, as written or decoded."""
+    text = redact(text)
+    for secret in secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def parse(text: str) -> Location:
@@ -63,7 +92,7 @@ def parse(text: str) -> Location:
         query = dict(parse_qsl(parts.query))
         host = query.get("host") or parts.hostname or os.environ.get("PGHOST") or "localhost"
     except ValueError as exc:
-        raise LocationError(f"--db {redact(text)}: {exc}; write it as "
+        raise LocationError(f"--db {redact(text)}: {scrub(str(exc), text)}; write it as "
                             "postgresql://user@host:5432/database") from None
     database = parts.path.lstrip("/") or query.get("dbname") or os.environ.get(
         "PGDATABASE", "")

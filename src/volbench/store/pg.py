@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from volbench.core.errors import StoreError
-from volbench.store.location import PgLocation
+from volbench.store.location import PgLocation, scrub
 
 if TYPE_CHECKING:
     import psycopg
@@ -39,6 +40,9 @@ KEYS = {
     "metric_kinds": ("experiment_id", "name", "unit"),
     "fingerprints": ("digest",),
 }
+# libpq waits for ever by default; volbench gives up after this unless the URL or
+# PGCONNECT_TIMEOUT says otherwise.
+CONNECT_TIMEOUT = 10
 # Tables whose inserts report the new row's id (sqlite3's cursor.lastrowid).
 WITH_ID = ("experiments", "runs")
 _INSERT_OR = re.compile(r"\s*INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*\(([^)]*)\)(.*)\Z", re.S)
@@ -94,12 +98,28 @@ def translate_ddl(sql: str) -> str:
 
 
 class PgConnection:
-    """A psycopg connection that takes the store's SQLite-flavoured calls."""
+    """A psycopg connection that takes the store's SQLite-flavoured calls.
 
-    def __init__(self, conn: psycopg.Connection[Any], location: PgLocation) -> None:
+    `writer`: does the command write (for a refused statement's advice: a reader needs
+    fewer grants than a writer); `role`/`owner`: who is connected, who owns the schema."""
+
+    def __init__(self, conn: psycopg.Connection[Any], location: PgLocation, *,
+                 writer: bool = True) -> None:
+        import psycopg
+
         self.conn = conn
         self.location = location
+        self.writer = writer
+        self.role = ""
+        self.owner = ""
         self._in_transaction = False
+        # A missing grant on the schema or a table: one line naming the grants (problem).
+        self.refused = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName)
+
+    def problem(self, exc: BaseException) -> str:
+        """One line for an error the server raised on this connection's statement."""
+        return server_problem(self.location, exc, writer=self.writer, role=self.role,
+                              owner=self.owner)
 
     # -- transactions, as sqlite3 does them ------------------------------------------
     def _begin(self) -> None:
@@ -145,50 +165,91 @@ class PgConnection:
             return PgCursor(self.conn.cursor())
         text = translate(sql)
         table = re.match(r"\s*INSERT INTO (\w+)", text)
-        if table and table.group(1) in WITH_ID and "RETURNING" not in text:
-            cur = self.conn.execute(text + " RETURNING id", parameters)
-            row = cur.fetchone()
-            return PgCursor(cur, int(row[0]) if row else None)
-        return PgCursor(self.conn.execute(text, parameters))
+        try:
+            if table and table.group(1) in WITH_ID and "RETURNING" not in text:
+                cur = self.conn.execute(text + " RETURNING id", parameters)
+                row = cur.fetchone()
+                return PgCursor(cur, int(row[0]) if row else None)
+            return PgCursor(self.conn.execute(text, parameters))
+        except self.refused as exc:
+            raise StoreError(self.problem(exc)) from None
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> None:
         """One statement for each parameter row (sent as one pipeline by psycopg)."""
         rows = list(parameters)
         if rows:
-            with self.conn.cursor() as cur:
-                cur.executemany(translate(sql), rows)
+            try:
+                with self.conn.cursor() as cur:
+                    cur.executemany(translate(sql), rows)
+            except self.refused as exc:
+                raise StoreError(self.problem(exc)) from None
 
     def execute_ddl(self, sql: str) -> None:
         """One statement of schema.py's DDL, in PostgreSQL's types."""
-        self.conn.execute(translate_ddl(sql))
+        try:
+            self.conn.execute(translate_ddl(sql))
+        except self.refused as exc:
+            raise StoreError(self.problem(exc)) from None
 
     def close(self) -> None:
         """Close the connection (an open transaction is rolled back by the server)."""
         self.conn.close()
 
 
-def connect(location: PgLocation) -> PgConnection:
+def connect(location: PgLocation, *, writer: bool = True) -> PgConnection:
     """A connection to `location` with the volbench schema on its search path.
 
     Credentials come from the URL, PGPASSWORD, PGPASSFILE or a service file (libpq reads
     them; volbench never stores them). Any failure is one StoreError naming the host and
-    the fix, with the password redacted."""
+    the fix, with the password redacted. `writer`: will the command write (the advice
+    for a missing grant differs)."""
     try:
         import psycopg
     except ImportError:
         raise StoreError("a postgresql:// --db needs psycopg 3: pip install 'volbench[pg]' "
                          "(or: pip install 'psycopg[binary]')") from None
     try:
-        conn = psycopg.connect(location.url, autocommit=True, connect_timeout=10)
+        conn = psycopg.connect(location.url, autocommit=True, **connect_options(location.url))
     except psycopg.Error as exc:
         raise StoreError(connect_problem(location, exc)) from None
+    db = PgConnection(conn, location, writer=writer)
     try:
+        row = conn.execute("SELECT current_user::text, (SELECT nspowner::regrole::text FROM"
+                           " pg_namespace WHERE nspname = %s)", (SCHEMA,)).fetchone()
+        db.role, db.owner = (row[0], row[1] or "") if row else ("", "")
         ensure_schema(conn)
         conn.execute(f"SET search_path TO {SCHEMA}")
     except psycopg.Error as exc:
         conn.close()
-        raise StoreError(server_problem(location, exc)) from None
-    return PgConnection(conn, location)
+        raise StoreError(db.problem(exc)) from None
+    return db
+
+
+def connect_options(url: str) -> dict[str, Any]:
+    """psycopg.connect's keywords besides the URL: a connect_timeout of CONNECT_TIMEOUT
+    unless the URL or PGCONNECT_TIMEOUT sets one (a keyword would override both).
+
+    psycopg 3 enforces the timeout itself and reads it from those two only, so a
+    service file's connect_timeout is not seen (docs/store.md)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    if "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT}
+
+
+def stored_version(db: PgConnection) -> int | None:
+    """The schema_version of the store, or None when it has none yet. Reads only (a
+    dashboard's role with SELECT alone opens a current store)."""
+    made = db.conn.execute(
+        "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = 'schema_version'", (SCHEMA,)).fetchone()
+    if made is None:
+        return None
+    # Named with its schema: without USAGE on it the search path skips it, and the
+    # error would be "does not exist" instead of the permission that is missing.
+    row = db.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchone()
+    return int(row[0]) if row else None
 
 
 def ensure_schema(conn: Any) -> None:
@@ -218,8 +279,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def connect_problem(location: PgLocation, exc: BaseException) -> str:
-    """One line for a failed connection: what libpq said and what to do."""
-    detail = _first_line(exc)
+    """One line for a failed connection: what libpq said (without the password: libpq
+    quotes a badly percent-encoded one) and what to do."""
+    detail = scrub(_first_line(exc), location.url)
     where = f"cannot connect to PostgreSQL at {location.where()} ({detail})"
     if "password" in detail or "authentication" in detail:
         fix = ("check the user and password: put them in the URL, PGPASSWORD, "
@@ -235,18 +297,54 @@ def connect_problem(location: PgLocation, exc: BaseException) -> str:
     return f"{where}; {fix}"
 
 
-def server_problem(location: PgLocation, exc: BaseException) -> str:
-    """One line for an error the server raised on a statement (permissions above all)."""
-    detail = _first_line(exc)
-    if "permission denied" in detail or "must be owner" in detail:
+def server_problem(location: PgLocation, exc: BaseException, *, writer: bool | None = None,
+                   role: str = "", owner: str = "") -> str:
+    """One line for an error the server raised on a statement (permissions above all).
+
+    `writer`: True/False when the command is known to write/only read (the grants it
+    needs differ), None when not; `role`: the user connected; `owner`: the schema's."""
+    detail = scrub(_first_line(exc), location.url)
+    who = _identifier(role) if role else "the_user"
+    if "permission denied for database" in detail:
         return (f"PostgreSQL at {location.where()} refused: {detail}; the user needs CREATE "
-                f"on the database (GRANT CREATE ON DATABASE {location.database} TO user) or "
+                f"on the database (GRANT CREATE ON DATABASE {location.database} TO {who}) or "
                 f"an existing schema {SCHEMA} it owns")
+    if "must be owner" in detail:
+        return (f"PostgreSQL at {location.where()} refused role {who}: {detail}; only the "
+                f"owner of the schema {SCHEMA} ({owner or 'its owner'}) can create or upgrade "
+                "its tables: run volbench once as that role, then again as this one")
+    if "permission denied" in detail or "no schema has been selected" in detail:
+        by = owner or f"the owner of the schema {SCHEMA}"
+        if writer is None:  # not known here: both
+            fix = (f"to read the store, run as {by}: {grants(who, writer=False)} to write to "
+                   f"it: {grants(who, writer=True)}")
+        else:
+            fix = (f"to {'write to' if writer else 'read'} the store, run as {by}: "
+                   f"{grants(who, writer=writer)}")
+        return f"PostgreSQL at {location.where()} refused role {who}: {detail}; {fix}"
     if "terminat" in detail or "closed" in detail or "connection" in detail:
         return (f"the connection to PostgreSQL at {location.where()} was lost ({detail}); "
                 "the runs stored before it are kept: run again with --resume once the "
                 "server is back")
     return f"PostgreSQL at {location.where()}: {detail}"
+
+
+def grants(role: str, *, writer: bool) -> str:
+    """The GRANT statements that let `role` (quoted as needed) read, or also write to, a
+    store someone else made."""
+    if not writer:
+        return (f"GRANT USAGE ON SCHEMA {SCHEMA} TO {role}; "
+                f"GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {role};")
+    return (f"GRANT USAGE, CREATE ON SCHEMA {SCHEMA} TO {role}; "
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {role}; "
+            f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {SCHEMA} TO {role};")
+
+
+def _identifier(name: str) -> str:
+    """`name` as an SQL identifier (quoted unless it is a plain lower-case word)."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def is_database_error(exc: BaseException) -> bool:
@@ -278,7 +376,10 @@ def runs_json(db: PgConnection, ids: list[int]) -> Iterator[str]:
     # streamed, not held in memory at once.
     with db.conn.cursor(name="volbench_runs_json", withhold=True) as cur:
         cur.itersize = 2000
-        cur.execute(query, ids)
+        try:
+            cur.execute(query, ids)
+        except db.refused as exc:
+            raise StoreError(db.problem(exc)) from None
         for (run_id, target, workload, params, repetition, warmup, status, started, ended,
              argv, exit_code, error, notes, metrics) in cur:
             notes = notes[:-1] + ("," if notes != "{}" else "") + f'"run_id":{run_id}}}'

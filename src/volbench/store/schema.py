@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 
 from volbench.core.errors import StoreError
-from volbench.store.pg import PgConnection
+from volbench.store.pg import PgConnection, stored_version
 
 # Both backends take the same calls (pg.py rewrites the SQLite forms for PostgreSQL).
 Connection = sqlite3.Connection | PgConnection
@@ -336,6 +336,11 @@ def migrate(db: Connection, where: object) -> None:
     """Bring the database at `where` (a path or a redacted URL) to VERSION, one
     transaction per migration; a newer schema is refused, never misread."""
     if isinstance(db, PgConnection):
+        # Read first: a current store takes no DDL and no lock, so a role with only
+        # USAGE on the schema and SELECT on its tables (a dashboard's) can open it.
+        found = stored_version(db)
+        if found == VERSION:
+            return
         # SQLite's PRAGMA user_version, as a one-row table made under the write lock.
         with db:
             db.execute("BEGIN IMMEDIATE")
