@@ -127,3 +127,39 @@ def test_compare_names_the_environment_fields_that_differ(
     assert "note: A and B ran in different environments: host.kernel: 6.1 → 6.12" in err
     assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "c.db")]) == 0
     assert "different environments" not in capsys.readouterr().err
+
+
+def two_targets(path: Path) -> None:
+    """Experiments of targets a and b; only b's firmware changes (1 -> 2) at the second."""
+    with Store(path) as store:
+        for i in range(2):
+            exp = store.begin_experiment("pair", f"h{i}", {"name": "pair"}, {"hostname": "h"}, 1)
+            store.db.execute("UPDATE experiments SET created = ? WHERE id = ?",
+                             (1.7e9 + 86400 * i, exp))
+            for target, firmware in (("a", "1"), ("b", "1" if i == 0 else "2")):
+                fp = {**BASE, "device0.model": target.upper(), "device0.firmware": firmware}
+                digest = store.save_fingerprint(fp, fingerprint.digest(fp))
+                for rep in range(3):
+                    store.save_run(exp, make_run(target, {"iops": 1000.0 + rep}, rep,
+                                                 started=float(rep)), fingerprint=digest)
+
+
+def test_each_target_s_line_is_compared_on_its_own_fingerprint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Once one fingerprint per experiment (the first run's, target a's): b's firmware
+    # change went unseen and b got a verdict.
+    two_targets(tmp_path / "r.db")
+    with Store(tmp_path / "r.db") as store:
+        a, b = storehistory.build(store, storehistory.Filters("pair"))
+        allowed = storehistory.build(store, storehistory.Filters(
+            "pair", allow=("device0.firmware",)))
+    assert a.case.startswith("a / ") and b.case.startswith("b / ")
+    assert a.points[1].verdict == "equivalent" and a.points[1].differs == ()
+    assert b.points[1].verdict == "" and b.points[1].differs == (
+        ("device0.firmware", "1", "2"),)
+    assert [line.points[1].verdict for line in allowed] == ["equivalent", "equivalent"]
+    assert main(["history", "--db", str(tmp_path / "r.db"), "--experiment", "pair"]) == 0
+    out = capsys.readouterr().out
+    b_block = out[out.index("b / "):]
+    assert out.count("not compared") == 1
+    assert "not compared, differs in device0.firmware 1 → 2" in b_block
