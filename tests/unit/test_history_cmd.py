@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -102,6 +103,23 @@ def test_history_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtu
                  "--experiment", "nightly", "-o", str(page)]) == 0
     text = page.read_text()
     assert text.count("<svg") == 1 and "change +10." in text and "40 experiments" in text
+    chart = ElementTree.fromstring(text[text.index("<svg"):text.index("</svg>") + 6])
+    ns = "{http://www.w3.org/2000/svg}"
+    words = [t.text or "" for t in chart.iter(ns + "text")]
+    # Each experiment's 95 % interval (3 runs each) drawn, with a tooltip naming it.
+    intervals = [g for g in chart.iter(ns + "g") if g.get("class") == "interval"]
+    assert len(intervals) == 40
+    tips = [g.findtext(ns + "title") or "" for g in intervals]
+    assert tips[20].startswith(f"experiment 21 (id 21), h1, {storecmds._when(1.7e9 + 86400 * 20)}:")
+    assert "; better" in tips[20] and "differs in host.kernel" in tips[30]
+    # x counts experiments, not seconds; the shading is the change point's, not a burst's.
+    assert not [w for w in words if w.endswith(" s")]
+    assert {"1", "5", "20", "40"} <= set(words)
+    assert any(w.startswith(f"experiment (1 = {storecmds._when(1.7e9)}, 40 = ") for w in words)
+    assert "after a change point" in words and "95 % interval of the mean" in words
+    assert "burst / warm-up" not in text
+    (segment,) = [r for r in chart.iter(ns + "rect") if r.get("class") == "segment"]
+    assert "experiments 21–40, change +10." in (segment.findtext(ns + "title") or "")
     with pytest.raises(SystemExit):
         main(["history", "--db", str(tmp_path / "r.db"), "--fingerprint", "nokey"])
     assert "expected KEY=VALUE" in capsys.readouterr().err
