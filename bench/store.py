@@ -19,7 +19,8 @@ Stages, each timed side by side where both backends apply:
 - report: `volbench report --format html/json` of 100 000 runs, from SQLite and from
   PostgreSQL (goal <= 15 s from PostgreSQL);
 - history: `volbench history` of 1 000 experiments x 3 runs (goal <= 2 s), both backends;
-- rates: the change-point simulation of stats/history.py on six kinds of noise.
+- rates: the change-point simulation of stats/history.py on six kinds of noise, offline
+  (the complete history) and online (the history as it stood after each experiment).
 """
 
 from __future__ import annotations
@@ -215,7 +216,12 @@ def stage_history(url: str, experiments: int) -> bool:
 
 def stage_rates(trials: int) -> None:
     print(f"\nchange points, 5 % step at the middle, CV 3 %, {trials} histories, seed 1:")
-    print("| noise | experiments | found within 3 | flat flagged |\n|---|---|---|---|")
+    print("offline: the complete history; online: the same histories as they stood after "
+          "each experiment (flagged = a change point within 3 of the step by the k-th "
+          "experiment after it; flat = a look from 6 experiments on flagging anything)")
+    print("| noise | experiments | found within 3 | flat flagged | online by 3 after "
+          "| by 5 | by 10 | flat, any look | flat, one look (mean / worst) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     noises = [("iid normal", lambda r, n: [r.gauss(0, 1) for _ in range(n)]),
               ("Student t3", changes.heavy_tails), ("stalls", changes.stalls),
               ("busy host", changes.busy_host),
@@ -223,7 +229,12 @@ def stage_rates(trials: int) -> None:
     for n in (60, 20, 120):
         for label, noise in noises if n == 60 else noises[:1] + noises[-3::2]:
             rates = changes.simulate_rates(noise, trials=trials, n=n, step_at=n // 2)
-            print(f"| {label} | {n} | {rates.detected:.1%} | {rates.false_alarm:.1%} |")
+            online = changes.simulate_online(noise, trials=trials, n=n, step_at=n // 2)
+            print(f"| {label} | {n} | {rates.detected:.1%} | {rates.false_alarm:.1%} "
+                  f"| {online.within(3):.1%} | {online.within(5):.1%} "
+                  f"| {online.within(10):.1%} | {online.flat_any:.1%} "
+                  f"| {online.flat_per_look:.1%} / {online.flat_worst_look:.1%} |",
+                  flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

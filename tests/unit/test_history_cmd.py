@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -102,6 +103,23 @@ def test_history_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtu
                  "--experiment", "nightly", "-o", str(page)]) == 0
     text = page.read_text()
     assert text.count("<svg") == 1 and "change +10." in text and "40 experiments" in text
+    chart = ElementTree.fromstring(text[text.index("<svg"):text.index("</svg>") + 6])
+    ns = "{http://www.w3.org/2000/svg}"
+    words = [t.text or "" for t in chart.iter(ns + "text")]
+    # Each experiment's 95 % interval (3 runs each) drawn, with a tooltip naming it.
+    intervals = [g for g in chart.iter(ns + "g") if g.get("class") == "interval"]
+    assert len(intervals) == 40
+    tips = [g.findtext(ns + "title") or "" for g in intervals]
+    assert tips[20].startswith(f"experiment 21 (id 21), h1, {storecmds._when(1.7e9 + 86400 * 20)}:")
+    assert "; better" in tips[20] and "differs in host.kernel" in tips[30]
+    # x counts experiments, not seconds; the shading is the change point's, not a burst's.
+    assert not [w for w in words if w.endswith(" s")]
+    assert {"1", "5", "20", "40"} <= set(words)
+    assert any(w.startswith(f"experiment (1 = {storecmds._when(1.7e9)}, 40 = ") for w in words)
+    assert "after a change point" in words and "95 % interval of the mean" in words
+    assert "burst / warm-up" not in text
+    (segment,) = [r for r in chart.iter(ns + "rect") if r.get("class") == "segment"]
+    assert "experiments 21–40, change +10." in (segment.findtext(ns + "title") or "")
     with pytest.raises(SystemExit):
         main(["history", "--db", str(tmp_path / "r.db"), "--fingerprint", "nokey"])
     assert "expected KEY=VALUE" in capsys.readouterr().err
@@ -127,3 +145,39 @@ def test_compare_names_the_environment_fields_that_differ(
     assert "note: A and B ran in different environments: host.kernel: 6.1 → 6.12" in err
     assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "c.db")]) == 0
     assert "different environments" not in capsys.readouterr().err
+
+
+def two_targets(path: Path) -> None:
+    """Experiments of targets a and b; only b's firmware changes (1 -> 2) at the second."""
+    with Store(path) as store:
+        for i in range(2):
+            exp = store.begin_experiment("pair", f"h{i}", {"name": "pair"}, {"hostname": "h"}, 1)
+            store.db.execute("UPDATE experiments SET created = ? WHERE id = ?",
+                             (1.7e9 + 86400 * i, exp))
+            for target, firmware in (("a", "1"), ("b", "1" if i == 0 else "2")):
+                fp = {**BASE, "device0.model": target.upper(), "device0.firmware": firmware}
+                digest = store.save_fingerprint(fp, fingerprint.digest(fp))
+                for rep in range(3):
+                    store.save_run(exp, make_run(target, {"iops": 1000.0 + rep}, rep,
+                                                 started=float(rep)), fingerprint=digest)
+
+
+def test_each_target_s_line_is_compared_on_its_own_fingerprint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Once one fingerprint per experiment (the first run's, target a's): b's firmware
+    # change went unseen and b got a verdict.
+    two_targets(tmp_path / "r.db")
+    with Store(tmp_path / "r.db") as store:
+        a, b = storehistory.build(store, storehistory.Filters("pair"))
+        allowed = storehistory.build(store, storehistory.Filters(
+            "pair", allow=("device0.firmware",)))
+    assert a.case.startswith("a / ") and b.case.startswith("b / ")
+    assert a.points[1].verdict == "equivalent" and a.points[1].differs == ()
+    assert b.points[1].verdict == "" and b.points[1].differs == (
+        ("device0.firmware", "1", "2"),)
+    assert [line.points[1].verdict for line in allowed] == ["equivalent", "equivalent"]
+    assert main(["history", "--db", str(tmp_path / "r.db"), "--experiment", "pair"]) == 0
+    out = capsys.readouterr().out
+    b_block = out[out.index("b / "):]
+    assert out.count("not compared") == 1
+    assert "not compared, differs in device0.firmware 1 → 2" in b_block

@@ -208,20 +208,32 @@ def history_text(lines: list[storehistory.Line]) -> str:
 
 
 def history_html(lines: list[storehistory.Line]) -> str:
-    """A page with one chart per history line (median per experiment, x = experiment
-    number in time order; the stretch after each change point shaded with its size)
-    and the table below."""
+    """A page with one chart per history line (median and 95 % interval per experiment,
+    x = the experiment's place in time order, each point's tooltip naming it; the stretch
+    after each change point shaded with its size) and the table below."""
+    # Imported here: this keeps the history page's change inside this function.
+    from volbench.report import historychart
+
     parts = []
     for i, line in enumerate(lines):
-        points = tuple((float(n), p.median) for n, p in enumerate(line.points, 1))
-        ends = [c.index for c in line.change_points[1:]] + [len(line.points)] \
-            if line.change_points else []
-        windows = tuple((float(c.index + 1), float(end), f"change {c.change:+.1%}")
-                        for c, end in zip(line.change_points, ends, strict=True))
-        trace = svg.Trace(line.case, svg.color(i), points, windows=windows)
-        chart = svg.series_chart(f"{line.metric} across {len(points)} experiments",
-                                 f"{line.case} {dict(line.tags)}", line.unit,
-                                 [(line.case, svg.color(i))], [trace])
+        marks = [historychart.Mark(
+            n, p.median, p.low, p.high,
+            f"experiment {n} (id {p.experiment}), {p.host}, {_when(p.created)}: median "
+            f"{p.median:.4g} {line.unit}, " + (f"95 % interval {p.low:.4g}–{p.high:.4g}, "
+                                               if p.low is not None and p.high is not None
+                                               else "") + f"{p.runs} run(s)"
+            + (f"; {p.verdict}" if p.verdict else "")
+            + ("; not compared, differs in " + ", ".join(k for k, _, _ in p.differs[:4])
+               if p.differs else ""))
+            for n, p in enumerate(line.points, 1)]
+        ends = [c.index for c in line.change_points[1:]] + [len(line.points)]
+        segments = [historychart.Segment(c.index + 1, end, f"change {c.change:+.1%}")
+                    for c, end in zip(line.change_points, ends, strict=False)]
+        first, last = line.points[0], line.points[-1]
+        chart = historychart.history_chart(
+            f"{line.metric} across {len(marks)} experiments", f"{line.case} {dict(line.tags)}",
+            line.unit, line.case, svg.color(i), marks, segments,
+            f"experiment (1 = {_when(first.created)}, {len(marks)} = {_when(last.created)})")
         parts.append(chart.text)
     table = html.escape(history_text(lines))
     return ("<!doctype html><html><head><meta charset='utf-8'><title>volbench history"

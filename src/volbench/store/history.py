@@ -109,6 +109,9 @@ Values = dict[tuple[str, str, str], dict[int, list[float]]]  # (case, tags, unit
 Labels = dict[int, dict[tuple[str, str], str]]  # experiment -> (kind, name) -> series key
 
 
+Prints = dict[tuple[int, str], dict[str, Any]]  # (experiment, case) -> its runs' fingerprint
+
+
 def case_labels(document: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     """("target" or "workload", name) -> the `series:` key the experiment file gives
     that entry (entries without one are left out: they are matched by name)."""
@@ -122,14 +125,15 @@ def case_labels(document: Mapping[str, Any]) -> dict[tuple[str, str], str]:
 
 
 def _values(store: Store, experiments: list[int], metric: str, filters: Filters,
-            labels: Labels) -> tuple[Values, dict[int, dict[str, Any]]]:
-    """Measured runs' values per line and experiment; each experiment's fingerprint."""
+            labels: Labels) -> tuple[Values, Prints]:
+    """Measured runs' values per line and experiment; the fingerprint of each case in
+    each experiment (its first run's)."""
     prints = store.fingerprints(experiments)
     marks = ",".join("?" * len(experiments))
     exp_of = {int(r[0]): int(r[1]) for r in store.db.execute(
         f"SELECT id, experiment_id FROM runs WHERE experiment_id IN ({marks})", experiments)}
     values: Values = {}
-    fingerprint_of: dict[int, dict[str, Any]] = {}
+    fingerprint_of: Prints = {}
     # One read for all experiments: a read per experiment cost 20 ms each (1 000: 20 s).
     for run in store.runs(experiments, metric_names={metric}):
         if run.status is not Status.OK or run.warmup:
@@ -139,11 +143,13 @@ def _values(store: Store, experiments: list[int], metric: str, filters: Filters,
         fp = prints.get(run_id, {})
         if any(str(fp.get(k)) != v for k, v in filters.fingerprint.items()):
             continue
-        fingerprint_of.setdefault(exp, fp)
         known = labels.get(exp, {})
         case = (f"{known.get(('target', run.target), run.target)} / "
                 f"{known.get(('workload', run.workload), run.workload)} / "
                 f"{canonical_json(dict(run.params))}")
+        # Per case, not per experiment: in a multi-target experiment each target has its
+        # own device, firmware and filesystem, and a line must be compared on its own.
+        fingerprint_of.setdefault((exp, case), fp)
         for m in run.metrics:
             if m.name == metric and m.value is not None:
                 key = (case, canonical_json(dict(m.tags)), m.unit)
@@ -181,8 +187,8 @@ def build(store: Store, filters: Filters, metric: str | None = None) -> list[Lin
             differs: tuple[tuple[str, Any, Any], ...] = ()
             verdict, ratio = "", None
             if previous is not None:
-                before = prints.get(points[-1].experiment, {})
-                differs = tuple(changes.differences(before, prints.get(row.id, {}),
+                before = prints.get((points[-1].experiment, case), {})
+                differs = tuple(changes.differences(before, prints.get((row.id, case), {}),
                                                     filters.allow))
                 if not differs:
                     # decide(): compare's verdict without its runs-needed search (40 ms
