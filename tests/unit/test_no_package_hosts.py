@@ -13,9 +13,11 @@ FOLDERS = ("src", "tests", "scripts", "bench", ".ci")
 # Not places to fetch from: the SVG namespace, the local browser's debug port, and the
 # licence line in dd's captured --version output.
 NOT_DOWNLOADS = {"http://www.w3.org", "http://127.0.0.1", "https://gnu.org"}
-# Database connection strings (postgresql://…, the team store's --db) name a server to talk
-# to, not a place to download from: they are not addresses in this sense.
-DATABASE_SCHEMES = ("postgresql://", "postgres://", "mysql://", "oracle://")
+# Database connection strings (postgresql://…, the team store's --db, also with a driver:
+# postgresql+psycopg://) name a server to talk to, not a place to download from: they are
+# not addresses in this sense. Nor is a scheme with no host (the redaction tests' odd
+# schemes: `a-b://:PW@/db`): it names no server at all.
+DATABASE = re.compile(r"(postgres(ql)?|mysql|oracle)(\+[a-z0-9]+)?://", re.I)
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/:\s\"'<>)]*")
 # Hosts a package download might name without a scheme.
 HOSTS = re.compile(r"\b(deb\.debian\.org|archive\.debian\.org|security\.debian\.org|"
@@ -35,8 +37,8 @@ def project_files() -> list[Path]:
 
 def addresses(text: str) -> set[str]:
     found = {m.group(0) for m in URL.finditer(text)}
-    return {a for a in found if a not in NOT_DOWNLOADS and not a.startswith(DATABASE_SCHEMES)
-            } | set(HOSTS.findall(text))
+    return {a for a in found if a not in NOT_DOWNLOADS and not DATABASE.match(a)
+            and not a.endswith("://")} | set(HOSTS.findall(text))
 
 
 def test_no_download_address_in_the_project() -> None:
@@ -60,3 +62,5 @@ def test_the_check_sees_an_address_and_a_bare_host() -> None:
     assert addresses("pool at ftp://example.net/pool/x.deb") == {"ftp://example.net"}
     assert addresses("pip install pgserver; xmlns='http://www.w3.org/2000/svg'") == set()
     assert addresses("--db postgresql://team@db.example/results") == set()
+    assert addresses("postgresql+psycopg://u@h/db and a-b://:x@/db") == set()
+    assert addresses("mirror at http2://example.net/pool") == {"http2://example.net"}

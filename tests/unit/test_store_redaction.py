@@ -25,7 +25,7 @@ from volbench.store import location
     ("postgresql://u@/db?host=/s&PASSWORD=PW&port=5", "postgresql://u@/db?host=/s&PASSWORD=***&port=5"),
     ("host=h password=PW dbname=d", "host=h password=*** dbname=d"),
     ("postgresql://u@h/db?application_name=x", "postgresql://u@h/db?application_name=x"),
-    ("http://example.com/a@b", "http://example.com/a@b"),
+    ("postgresql://h/db?options=a@b", "postgresql://h/db?options=a@b"),  # @ past the host
 ])
 def test_a_password_is_redacted_wherever_the_url_sits(text: str, shown: str) -> None:
     assert location.redact(text) == shown

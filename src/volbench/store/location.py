@@ -44,7 +44,7 @@ class PgLocation:
 Location = Path | PgLocation
 
 
-# `scheme://user:PASSWORD@` anywhere in a text: a whole URL, `--db=URL`, a typo'd scheme
+# `<scheme>://<user>:<password>@` anywhere in a text: a whole URL, `--db=URL`, a typo'd scheme
 # (postgresql+psycopg://, POSTGRESQL://). The password runs to the authority's last `@`
 # (before the first / ? # or blank), as urlsplit reads it; libpq stops at the first `@`,
 # which is a prefix of it, so either reading is covered.
