@@ -254,3 +254,22 @@ def test_the_password_can_come_from_a_service_file(
     assert PASSWORD not in everything_stored(pg_server, pg_url)
     with Store(location.parse(pg_url)) as store:
         assert len(store.experiments()) == 2
+
+
+def test_a_reader_of_an_older_store_is_told_its_owner_must_upgrade_it(
+        pg_server: PgServer, pg_url: str, role: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from volbench.store.schema import VERSION
+
+    assert import_one(capsys, pg_url)[0] == 0
+    reader = pg_server.url(role, database_of(pg_url))
+    grant_as_owner(pg_url, [f"GRANT USAGE ON SCHEMA volbench TO {role};",
+                            f"GRANT SELECT ON ALL TABLES IN SCHEMA volbench TO {role};"])
+    set_version = "UPDATE volbench.schema_version SET version = {};"
+    grant_as_owner(pg_url, [set_version.format(VERSION - 1)])  # as an older volbench left it
+    code, _out, err = cli(capsys, ["report", "--list", "--db", reader])
+    assert code == 1 and err.count("\n") == 1 and "GRANT" not in err, err
+    assert f"has schema {VERSION - 1}, older than this volbench's ({VERSION})" in err
+    assert f"its owner ({OWNER}) must upgrade it" in err
+    grant_as_owner(pg_url, [set_version.format(VERSION)])
+    assert cli(capsys, ["report", "--list", "--db", reader])[0] == 0

@@ -341,6 +341,12 @@ def migrate(db: Connection, where: object) -> None:
         found = stored_version(db)
         if found == VERSION:
             return
+        if found is not None and found < VERSION and not db.writer and db.role != db.owner:
+            # Grants would not help: only the schema's owner may upgrade its tables.
+            raise StoreError(f"{where} has schema {found}, older than this volbench's "
+                             f"({VERSION}); its owner ({db.owner or 'the owner of the schema'}) "
+                             "must upgrade it: run `volbench cleanup --db URL` once as that "
+                             "role (it writes nothing else), then read it again")
         # SQLite's PRAGMA user_version, as a one-row table made under the write lock.
         with db:
             db.execute("BEGIN IMMEDIATE")
