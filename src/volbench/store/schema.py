@@ -346,7 +346,8 @@ def migrate(db: Connection, where: object) -> None:
             raise StoreError(f"{where} has schema {found}, older than this volbench's "
                              f"({VERSION}); its owner ({db.owner or 'the owner of the schema'}) "
                              "must upgrade it: run `volbench cleanup --db URL` once as that "
-                             "role (it writes nothing else), then read it again")
+                             "role (it upgrades the schema; it releases only claims its own "
+                             "host's dead runs left), then read it again")
         # SQLite's PRAGMA user_version, as a one-row table made under the write lock.
         with db:
             db.execute("BEGIN IMMEDIATE")
