@@ -281,27 +281,35 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
         + (["--runs", str(args.runs)] if args.runs else []) \
         + (["--retry-failed"] if args.retry_failed else [])
-    with signals_raise():
-        outcome = run_experiment_in_lab(args.file, db=storecmds.lab_db(args.db), cli_args=extra,
-                                        workdir=args.workdir, timeout=args.timeout,
-                                        on_output=None if args.quiet else _echo)
-    boot = outcome.result.boot_seconds or 0.0
-    print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
-          f"console in {outcome.console_log}")
-    if outcome.db is not None:
-        name = experiment.load(args.file).name
-        out = outcome.db.with_name(outcome.db.stem + "-report.md")
-        with Store(outcome.db) as store:
-            ids = [r.id for r in store.experiments() if r.name == name][-1:]
-            rep = _report_for(store, ids)
-            if args.quiet:
-                print(report.render(rep, "table"), end="")
-            out.write_text(report.render(rep, "markdown"))
-        print(f"results in {outcome.db}, report in {out}")
+    exp = experiment.load(args.file)
+    with storecmds.LabResults(args.db, args.workdir) as results:
+        results.start(exp.spec_hash, args.resume or args.retry_failed)
+        with signals_raise():
+            outcome = run_experiment_in_lab(args.file, db=results.file, cli_args=extra,
+                                            workdir=args.workdir, timeout=args.timeout,
+                                            on_output=None if args.quiet else _echo)
+        boot = outcome.result.boot_seconds or 0.0
+        print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
+              f"console in {outcome.console_log}")
+        if outcome.db is None:
+            return outcome.returncode
         if outcome.kept_aside:
             print(f"warning: {args.db} changed while the lab ran (another volbench wrote to "
                   f"it), so the lab's results were not put over it: they are in "
                   f"{outcome.db}", file=sys.stderr)
+            where: location.Location = outcome.db
+        else:
+            if (pushed := results.bring_in()) is not None:
+                print(pushed)
+            where = args.db
+    out = location.sibling(where, "-report.md")
+    with Store(where) as store:
+        ids = [r.id for r in store.experiments() if r.name == exp.name][-1:]
+        rep = _report_for(store, ids)
+        if args.quiet:
+            print(report.render(rep, "table"), end="")
+        out.write_text(report.render(rep, "markdown"))
+    print(f"results in {where}, report in {out}")
     return outcome.returncode
 
 
