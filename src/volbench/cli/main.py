@@ -109,8 +109,10 @@ def _report_for(store: Store, ids: Sequence[int],
     export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
     for line in dict.fromkeys(store.damaged):
         print(f"volbench: warning: {line}", file=sys.stderr)
+    # Several experiments: each one's environment, so that a report names what changed.
+    prints = [storecmds.environment_of(store, [i]) for i in ids] if len(ids) > 1 else []
     return report.build(experiments, targets, runs, options,
-                        totals=store.histogram_totals(ids), export=export)
+                        totals=store.histogram_totals(ids), export=export, fingerprints=prints)
 
 
 def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
@@ -200,8 +202,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             sides.append(_report_for(store, ids, options))
             environments.append(storecmds.environment_of(store, ids))
     if note := storecmds.environment_note(*environments):
-        print(note, file=sys.stderr)
-    result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
+        print(note, file=sys.stderr)  # also in the output (its warnings), which may be a file
+    result = compare_reports(sides[0], sides[1], str(args.a), str(args.b),
+                             (environments[0], environments[1]))
     text = setcompare.render(result, args.format, options.metrics)
     _emit(text, args.output)
     return 0
