@@ -109,6 +109,7 @@ def test_history_and_export_read_postgresql(pg_url: str,
     lines = out_of(capsys, ["export", "--db", pg_url]).splitlines()
     assert len(lines) == 12
     assert {json.loads(x)["experiment"]["name"] for x in lines} == {"n1", "n2"}
+    assert [json.loads(x)["fingerprint"] for x in lines] == [{"host.kernel": "6.1"}] * 12
 
 
 def dead_pid() -> int:

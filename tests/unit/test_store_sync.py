@@ -137,6 +137,25 @@ def test_export_writes_one_run_per_line_with_experiment_and_environment(
     assert json.loads((tmp_path / "x.ndjson").read_text())["repetition"] == 0
 
 
+def test_export_gives_each_run_its_own_fingerprint(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    fill(db, "one", 2, kernel="6.1")
+    fill(db, "two", 1, kernel="6.12")
+    fill(db, "none", 1)  # stored without one (imported, older stores): null
+    with Store(db) as store:  # a run of "one" on another kernel
+        digest = store.save_fingerprint({"host.kernel": "6.13"}, "fp-6.13")
+        store.save_run(1, make_run("t", {"iops": 1.0}, 9, started=1.0), fingerprint=digest)
+    with Store(db, read_only=True) as store:
+        docs = [json.loads(line) for line in storecmds.export_lines(store, None)]
+    assert [(d["experiment"]["name"], d["repetition"], d["fingerprint"]) for d in docs] == [
+        ("one", 0, {"fs.type": "xfs", "host.kernel": "6.1"}),
+        ("one", 1, {"fs.type": "xfs", "host.kernel": "6.1"}),
+        ("one", 9, {"host.kernel": "6.13"}),
+        ("two", 0, {"fs.type": "xfs", "host.kernel": "6.12"}),
+        ("none", 0, None)]
+    assert docs[0]["environment"] == {"hostname": "host-a", "kernel": "6.1"}
+
+
 def test_a_crash_report_keeps_the_command_without_the_password(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from volbench.cli import crashreport

@@ -204,7 +204,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
     """One JSON object per run (the report's run shape) with its experiment and
-    environment in front: for Elasticsearch, BigQuery or ClickHouse loaders."""
+    environment in front and the run's own fingerprint (devices, fs, caps, tools; null
+    when stored without one): for Elasticsearch, BigQuery or ClickHouse loaders."""
     rows = {r[0]: r[1:] for r in store.db.execute(
         "SELECT id, uuid, host, name, created, environment FROM experiments")}
     for exp_id in ids if ids is not None else sorted(rows):
@@ -212,8 +213,21 @@ def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
         head = json.dumps({"id": uuid, "name": name, "host": host, "created": created},
                           separators=(",", ":"))
         prefix = f'{{"experiment":{head},"environment":{environment},'
-        for text in store.runs_json([exp_id]):
-            yield prefix + text[1:]
+        for text, printed in zip(store.runs_json([exp_id]), _run_fingerprints(store, exp_id),
+                                 strict=True):
+            yield f'{prefix}"fingerprint":{printed},{text[1:]}'
+
+
+def _run_fingerprints(store: Store, exp_id: int) -> Iterator[str]:
+    """Each run's fingerprint as JSON text, in run id order (runs_json's order); the
+    stored text is canonical JSON already, and each document is read once."""
+    digests = [r[0] for r in store.db.execute(
+        "SELECT fingerprint FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,))]
+    documents = {r[0]: r[1] for r in store.db.execute(
+        "SELECT f.digest, f.document FROM fingerprints f WHERE f.digest IN (SELECT"
+        " fingerprint FROM runs WHERE experiment_id = ?)", (exp_id,))}
+    for digest in digests:
+        yield documents.get(digest, "null") if digest else "null"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
