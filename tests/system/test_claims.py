@@ -167,10 +167,10 @@ def test_two_resumes_at_once_store_each_run_once(tmp_path: Path, workdir: Path,
     tool("fio")
     file = experiment_file(tmp_path, workdir, "one")
     db = same_db
-    first = subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(),
+    first = subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_claim(db, first.pid)
-    second = subprocess.run([*RUN, str(file), "--db", db, "--resume"], env=env(),
+    second = subprocess.run([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
@@ -241,7 +241,7 @@ def test_two_resumes_of_a_new_experiment_at_once_make_one_experiment(tmp_path: P
     tool("fio")
     file = experiment_file(tmp_path, workdir, "fresh")
     db = same_db
-    procs = [subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(),
+    procs = [subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     results = [p.communicate(timeout=120) for p in procs]

@@ -4,16 +4,29 @@ postgresql:// URL (the VM stood in for by a guest that leaves a real results fil
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pgstore import PASSWORD
-from support import make_run
+from pgstore import OWNER, PASSWORD, PgServer
+from support import ROOT, make_run, need, tool
 from volbench.cli.main import main
+from volbench.services import postgres
 from volbench.store import location
 from volbench.store.db import Store
+from volbench.system import journal, proc, procfs
+from volbench.targets.base import Built
 
 pytestmark = pytest.mark.root
 
@@ -115,3 +128,114 @@ def test_lab_run_resume_into_a_url_continues_the_experiment_stored_there(
         assert row.status == "done"
         assert sorted(r.repetition for r in team.runs([exp])) == [0, 1, 2]
         assert team.db.execute("SELECT count(*) FROM claims").fetchone() == (0,)
+
+
+# -- a server that goes away mid-run and comes back ----------------------------------------
+
+@contextmanager
+def own_server() -> Iterator[tuple[PgServer, postgres.Server]]:
+    """A server of this test's own (stopping the session's would break the others),
+    started as tests/pgstore.py starts that one; deleted at the end."""
+    need(os.geteuid() == 0, "the test PostgreSQL server runs as postgres: needs root")
+    for name in ("initdb", "postgres"):
+        tool(name)
+    pytest.importorskip("psycopg")
+    base = Path("/var/tmp/volbench-tests") / f"pgstop-{uuid.uuid4().hex[:8]}"
+    (base / "data").mkdir(parents=True)
+    (base / "svc").mkdir()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("VOLBENCH_STATE_DIR", str(base / "state"))
+            with (journal.opened("pgstop") as jrnl, jrnl.scope() as scope,
+                  postgres.cluster(postgres.ClusterConfig(), scope,
+                                   Built("pgstop", "directory", base / "data"),
+                                   base / "svc") as server):
+                yield PgServer(server.sockdir, server.port), server
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def stop(pid: int) -> None:
+    """A fast shutdown (SIGINT, what `pg_ctl stop -m fast` sends): every connection
+    ends and the socket goes away."""
+    start = procfs.start_ticks(pid)
+    procfs.signal_pid(pid, signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while procfs.running(pid, start):
+        assert time.monotonic() < deadline, "the server did not stop"
+        time.sleep(0.05)
+
+
+def stored(url: str) -> int:
+    import psycopg
+
+    try:
+        with psycopg.connect(url) as conn:
+            return int(conn.execute("SELECT count(*) FROM volbench.runs").fetchone()[0])
+    except psycopg.Error:
+        return 0  # the run has not made the schema yet
+
+
+@pytest.mark.slow
+def test_resume_after_the_server_went_away_mid_run_stores_every_run_once(
+        tmp_path: Path, workdir: Path) -> None:
+    tool("fio")
+    target = workdir / "dir"
+    target.mkdir()
+    doc = {"name": "gone", "workdir": str(workdir / "work"), "repeat": 6,
+           "targets": [{"name": "d", "type": "directory", "path": str(target)}],
+           "workloads": [{"name": "w", "tool": "fio", "rw": "randread", "bs": "4k",
+                          "size": "4M", "runtime": "1s", "direct": False}]}
+    file = tmp_path / "gone.yaml"
+    file.write_text(yaml.safe_dump(doc))
+    run = [sys.executable, "-m", "volbench.cli.main", "run", "--quiet", str(file)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with own_server() as (server, cluster):
+        name = f"t_{uuid.uuid4().hex[:10]}"
+        server.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
+        server.admin(f"CREATE DATABASE {name} OWNER {OWNER}")
+        url = server.url(OWNER, name, PASSWORD)
+        # How postgres.cluster started it: the same data directory, port and socket.
+        argv = [str(cluster.bindir / "postgres"), "-D", str(cluster.datadir),
+                *postgres._server_args(postgres.ClusterConfig(), cluster.home, cluster.port)]
+        first = subprocess.Popen([*run, "--db", url], env=env, cwd=tmp_path,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        restarted = None
+        try:
+            deadline = time.monotonic() + 120
+            while stored(url) < 1:  # gone between the first run and the last
+                assert first.poll() is None and time.monotonic() < deadline, first.stderr
+                time.sleep(0.05)
+            stop(cluster.pid)
+            _, err = first.communicate(timeout=120)
+            assert first.returncode != 0 and PASSWORD not in err
+            last = err.strip().splitlines()[-1]
+            assert "PostgreSQL" in last and "--resume" in last, err
+            restarted = proc.start(argv, log=cluster.home / "restart.log",
+                                   cwd=cluster.datadir, user=postgres.PG_USER)
+            assert postgres._wait_ready(restarted, cluster.datadir) is None
+            before = stored(url)
+            assert 1 <= before < 6
+            again = subprocess.run([*run, "--db", url, "--resume"], env=env, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=300)
+            assert again.returncode == 0, again.stderr
+            assert f"{before} already done" in again.stdout and "took over" in again.stderr
+            with Store(location.parse(url)) as store:
+                (exp,) = store.experiments()
+                runs = store.runs([exp.id])
+                assert store.db.execute("SELECT count(*) - count(DISTINCT uuid) FROM runs"
+                                        ).fetchone() == (0,)
+                assert store.db.execute("SELECT count(*) FROM claims").fetchone() == (0,)
+                assert exp.status == "done"
+            assert Counter((r.repetition, r.warmup) for r in runs) == \
+                {(i, False): 1 for i in range(1, 7)}
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+            if restarted is not None:
+                procfs.signal_pid(restarted.pid, signal.SIGINT)
+                try:
+                    restarted.popen.wait(timeout=60)
+                finally:
+                    restarted.stop()
