@@ -1,4 +1,5 @@
-"""Issue 12 §3: one writer per experiment, with real concurrent volbench processes."""
+"""Issue 12 §3: one writer per experiment, with real concurrent volbench processes (the
+--resume races on SQLite and on a real PostgreSQL server, issue 24)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 import yaml
 
 from support import ROOT, tool
-from volbench.store import claims
+from volbench.core.model import RunResult
+from volbench.store import claims, location
 from volbench.store.db import Store
 from volbench.system import procfs
 
@@ -106,18 +108,43 @@ def experiment_file(tmp_path: Path, workdir: Path, name: str) -> Path:
     return path
 
 
-def wait_for_claim(db: Path, pid: int) -> None:
+def claimed_by(db: str, pid: int) -> bool:
+    """Does process `pid` hold a claim in `db` (a file or a postgresql:// URL)? Read
+    without making anything: the run under test makes the store and its schema."""
+    if not db.startswith("postgresql://"):
+        if not Path(db).exists():
+            return False
+        try:
+            with sqlite3.connect(db) as c:
+                return bool(c.execute("SELECT 1 FROM claims WHERE pid = ?", (pid,)).fetchone())
+        except sqlite3.OperationalError:
+            return False  # the schema is still being made
+    import psycopg
+
+    try:
+        with psycopg.connect(db) as c:
+            return bool(c.execute("SELECT 1 FROM volbench.claims WHERE pid = %s",
+                                  (pid,)).fetchone())
+    except psycopg.Error:
+        return False
+
+
+def wait_for_claim(db: str | Path, pid: int) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if db.exists():
-            try:
-                with sqlite3.connect(db) as c:
-                    if c.execute("SELECT 1 FROM claims WHERE pid = ?", (pid,)).fetchone():
-                        return
-            except sqlite3.OperationalError:
-                pass  # the schema is still being made
+        if claimed_by(str(db), pid):
+            return
         time.sleep(0.05)
     raise AssertionError("the first run never claimed its experiment")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def same_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The one store two runs race on: an SQLite file, or a real PostgreSQL database
+    (tests/pgstore.py; skipped where that server cannot run)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "same.db")
+    return str(request.getfixturevalue("pg_url"))
 
 
 def env() -> dict[str, str]:
@@ -125,23 +152,31 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src}
 
 
+def stored_runs(db: str) -> list[RunResult]:
+    """The runs of the one experiment in `db`; no run UUID stored twice."""
+    with Store(location.parse(db)) as store:
+        (exp,) = store.experiments()
+        assert store.db.execute("SELECT count(*) - count(DISTINCT uuid) FROM runs"
+                                ).fetchone() == (0,)
+        return store.runs([exp.id])
+
+
 @pytest.mark.slow
-def test_two_resumes_at_once_store_each_run_once(tmp_path: Path, workdir: Path) -> None:
+def test_two_resumes_at_once_store_each_run_once(tmp_path: Path, workdir: Path,
+                                                 same_db: str) -> None:
     tool("fio")
     file = experiment_file(tmp_path, workdir, "one")
-    db = tmp_path / "same.db"
-    first = subprocess.Popen([*RUN, str(file), "--db", str(db), "--resume"], env=env(),
+    db = same_db
+    first = subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_claim(db, first.pid)
-    second = subprocess.run([*RUN, str(file), "--db", str(db), "--resume"], env=env(),
+    second = subprocess.run([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert second.returncode == 1
     assert f"is being run by PID {first.pid} on " in second.stderr
-    with Store(db) as store:
-        (exp,) = store.experiments()
-        runs = store.runs([exp.id])
+    runs = stored_runs(db)
     assert Counter((r.repetition, r.warmup) for r in runs) == {(i, False): 1 for i in (1, 2, 3, 4)}
 
 
@@ -199,13 +234,14 @@ def test_a_killed_owner_s_experiment_is_taken_over_by_resume(tmp_path: Path,
 
 @pytest.mark.slow
 def test_two_resumes_of_a_new_experiment_at_once_make_one_experiment(tmp_path: Path,
-                                                                   workdir: Path) -> None:
+                                                                   workdir: Path,
+                                                                   same_db: str) -> None:
     """Nothing to resume yet: the look and the creation happen under one lock, so the
     second run finds the first's experiment (and is refused) instead of making another."""
     tool("fio")
     file = experiment_file(tmp_path, workdir, "fresh")
-    db = tmp_path / "same.db"
-    procs = [subprocess.Popen([*RUN, str(file), "--db", str(db), "--resume"], env=env(),
+    db = same_db
+    procs = [subprocess.Popen([*RUN, str(file), "--db", db, "--resume"], env=env(), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     results = [p.communicate(timeout=120) for p in procs]
@@ -214,7 +250,4 @@ def test_two_resumes_of_a_new_experiment_at_once_make_one_experiment(tmp_path: P
     # Refused, or (on a slow start) it came after the first had finished: nothing left.
     assert (codes == [0, 1] and len(refused) == 1) or \
         (codes == [0, 0] and any("4 already done" in out for out, _ in results)), results
-    with Store(db) as store:
-        (exp,) = store.experiments()
-        runs = store.runs([exp.id])
-    assert sorted(r.repetition for r in runs) == [1, 2, 3, 4]
+    assert sorted(r.repetition for r in stored_runs(db)) == [1, 2, 3, 4]

@@ -1,6 +1,6 @@
 """Issue 24: every command that takes --db does its job on a postgresql:// URL (real
-server, tests/pgstore.py): report, compare, import, history, export, cleanup; lab run
-says to bring its results back as a file. Side by side with SQLite where both apply."""
+server, tests/pgstore.py): report, compare, import, history, export, cleanup (lab run:
+test_store_pg_more.py). Side by side with SQLite where both apply."""
 
 from __future__ import annotations
 
@@ -24,19 +24,22 @@ pytestmark = pytest.mark.root
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-def fill(where: location.Location) -> None:
-    """Two experiments of series tier1 (different names), 3 runs of 2 targets each."""
+def fill(where: location.Location, kernels: tuple[str, str] = ("6.1", "6.1")) -> None:
+    """Two experiments of series tier1 (different names), 3 runs of 2 targets each, run
+    on these kernels (their fingerprints)."""
     with Store(where) as store:
         for i, name in enumerate(("n1", "n2")):
             exp = store.begin_experiment(name, f"h{i}", {"name": name}, {"hostname": "h1"},
                                          1, series="tier1")
             store.db.execute("UPDATE experiments SET created = ? WHERE id = ?",
                              (1.7e9 + 86400 * i, exp))
+            digest = store.save_fingerprint({"host.kernel": kernels[i]}, f"k{kernels[i]}")
             for t in ("a", "b"):
                 store.save_target(exp, t, "directory", "built", {"path": f"/{t}"})
                 for rep in range(3):
                     value = 1000.0 * (1 + i * 0.2 + (t == "b") * 0.1) + rep
-                    store.save_run(exp, make_run(t, {"iops": value}, rep, started=rep + 1.0))
+                    store.save_run(exp, make_run(t, {"iops": value}, rep, started=rep + 1.0),
+                                   fingerprint=digest)
             store.set_status(exp, "done")
 
 
@@ -66,8 +69,8 @@ def test_report_gives_from_postgresql_what_it_gives_from_sqlite(
 
 def test_compare_takes_a_url_on_either_side(tmp_path: Path, pg_url: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    fill(location.parse(pg_url))
-    fill(tmp_path / "r.db")
+    fill(location.parse(pg_url), ("6.1", "6.12"))
+    fill(tmp_path / "r.db", ("6.1", "6.12"))
     both = out_of(capsys, ["compare", pg_url, str(tmp_path / "r.db"), "--format", "json",
                            "--experiment-a", "n1", "--experiment-b", "n2"])
     swapped = out_of(capsys, ["compare", str(tmp_path / "r.db"), pg_url, "--format", "json",
@@ -79,6 +82,9 @@ def test_compare_takes_a_url_on_either_side(tmp_path: Path, pg_url: str,
         doc["a"].pop("label")
         doc["b"].pop("label")
     assert one == two and "better" in both
+    # The runs' fingerprints, read from either store, named in the output itself.
+    assert one["fingerprint_differences"] == [{"field": "host.kernel", "a": "6.1",
+                                               "b": "6.12"}]
 
 
 def test_import_into_postgresql(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,6 +109,7 @@ def test_history_and_export_read_postgresql(pg_url: str,
     lines = out_of(capsys, ["export", "--db", pg_url]).splitlines()
     assert len(lines) == 12
     assert {json.loads(x)["experiment"]["name"] for x in lines} == {"n1", "n2"}
+    assert [json.loads(x)["fingerprint"] for x in lines] == [{"host.kernel": "6.1"}] * 12
 
 
 def dead_pid() -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support import make_run
 from volbench.cli import storecmds
 from volbench.cli.main import main
 from volbench.core.errors import VolbenchError
@@ -71,9 +72,19 @@ def test_cleanup_of_a_missing_database_names_it(tmp_path: Path,
     assert not (tmp_path / "none.db").exists()
 
 
-def test_lab_run_wants_a_file_for_its_results(tmp_path: Path) -> None:
-    url = location.parse("postgresql://me:s3cret@db1/bench")
-    with pytest.raises(VolbenchError, match="volbench push FILE --to URL") as info:
-        storecmds.lab_db(url)
-    assert "s3cret" not in str(info.value) and "me:***@db1" in str(info.value)
-    assert storecmds.lab_db(tmp_path / "r.db") == tmp_path / "r.db"
+def test_lab_results_that_cannot_reach_the_url_are_kept_and_named(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    # A URL nobody answers at (a socket folder that does not exist): the copy fails.
+    dead = location.parse(f"postgresql://me:s3cret@/bench?host={tmp_path / 'none'}&port=1")
+    results = storecmds.LabResults(dead, tmp_path)
+    with Store(results.file) as store:  # what the guest brought back
+        exp = store.begin_experiment("labpg", "h", {}, {}, 1)
+        for rep in range(3):
+            store.save_run(exp, make_run("t", {"iops": 1.0}, rep, started=float(rep)))
+    with pytest.raises(VolbenchError, match="kept in") as err, results:
+        results.bring_in()
+    assert str(results.file) in str(err.value) and "volbench push" in str(err.value)
+    assert "s3cret" not in str(err.value)
+    assert results.file.exists()
+    with Store(results.file) as store:
+        assert store.count_runs(1) == 3

@@ -49,15 +49,19 @@ def test_volbench_db_is_the_default_of_db(monkeypatch: pytest.MonkeyPatch,
     assert "unknown scheme" in capsys.readouterr().err
 
 
-def fill(path: Path, name: str, runs: int, *, start: int = 0) -> int:
+def fill(path: Path, name: str, runs: int, *, start: int = 0,
+         kernel: str | None = None) -> int:
+    """An experiment of `runs` runs; with `kernel`, the runs' fingerprint names it."""
     with Store(path) as store:
         exp = store.begin_experiment(name, f"h-{name}", {"name": name},
                                      {"hostname": "host-a", "kernel": "6.1"}, 1)
         store.save_target(exp, "t", "directory", "built", {"path": "/x"})
+        prints = {"host.kernel": kernel, "fs.type": "xfs"} if kernel else {}
+        digest = store.save_fingerprint(prints, f"fp-{kernel}") if kernel else ""
         for rep in range(start, start + runs):
             hist = Parsed(histograms=(Histogram("clat", "s", ((1e-5, rep + 1),), {}),))
             store.save_run(exp, make_run("t", {"iops": 100.0 + rep}, rep, started=10.0 + rep,
-                                         parsed_extra=hist))
+                                         parsed_extra=hist), fingerprint=digest)
         store.set_status(exp, "done")
         return exp
 
@@ -133,6 +137,25 @@ def test_export_writes_one_run_per_line_with_experiment_and_environment(
     assert json.loads((tmp_path / "x.ndjson").read_text())["repetition"] == 0
 
 
+def test_export_gives_each_run_its_own_fingerprint(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    fill(db, "one", 2, kernel="6.1")
+    fill(db, "two", 1, kernel="6.12")
+    fill(db, "none", 1)  # stored without one (imported, older stores): null
+    with Store(db) as store:  # a run of "one" on another kernel
+        digest = store.save_fingerprint({"host.kernel": "6.13"}, "fp-6.13")
+        store.save_run(1, make_run("t", {"iops": 1.0}, 9, started=1.0), fingerprint=digest)
+    with Store(db, read_only=True) as store:
+        docs = [json.loads(line) for line in storecmds.export_lines(store, None)]
+    assert [(d["experiment"]["name"], d["repetition"], d["fingerprint"]) for d in docs] == [
+        ("one", 0, {"fs.type": "xfs", "host.kernel": "6.1"}),
+        ("one", 1, {"fs.type": "xfs", "host.kernel": "6.1"}),
+        ("one", 9, {"host.kernel": "6.13"}),
+        ("two", 0, {"fs.type": "xfs", "host.kernel": "6.12"}),
+        ("none", 0, None)]
+    assert docs[0]["environment"] == {"hostname": "host-a", "kernel": "6.1"}
+
+
 def test_a_crash_report_keeps_the_command_without_the_password(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from volbench.cli import crashreport
@@ -144,3 +167,48 @@ def test_a_crash_report_keeps_the_command_without_the_password(
     assert str(saved) in line
     text = saved.read_text()
     assert "postgresql://me:***@db1/bench" in text and "hunter2" not in text
+
+
+def test_compare_output_names_the_fingerprint_fields_that_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, same = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
+    fill(a, "one", 3, kernel="6.1")
+    fill(b, "one", 3, kernel="6.12")
+    fill(same, "one", 3, kernel="6.1")
+    line = "environment differs: host.kernel 6.1 → 6.12 (A → B)"
+    md = tmp_path / "cmp.md"
+    assert main(["compare", str(a), str(b), "--format", "markdown", "-o", str(md)]) == 0
+    assert f"- {line}" in md.read_text()  # under ## Warnings, in the file itself
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fingerprint_differences"] == [{"field": "host.kernel", "a": "6.1",
+                                               "b": "6.12"}]
+    assert any(w.startswith(line) for w in doc["warnings"])
+    assert main(["compare", str(a), str(b)]) == 0
+    assert line in capsys.readouterr().out
+    assert main(["compare", str(a), str(same), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fingerprint_differences"] == []
+    assert not any("environment differs" in w for w in doc["warnings"])
+
+
+def test_a_report_of_experiments_in_different_environments_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    fill(db, "one", 3, kernel="6.1")
+    fill(db, "two", 3, kernel="6.1")
+    fill(db, "three", 3, kernel="6.12")
+    line = "environment differs: host.kernel 6.1 → 6.12"
+    for fmt in ("markdown", "json", "table"):
+        assert main(["report", "--db", str(db), "--experiment", "all", "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        if fmt == "json":
+            out = " ".join(w["message"] for w in json.loads(out)["warnings"])
+        assert line in out, fmt  # markdown: in its answer and its warnings
+    assert main(["report", "--db", str(db), "--experiment", "one", "--experiment", "two",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not any(w["kind"] == "environment" for w in doc["warnings"])
+    assert main(["report", "--db", str(db), "--experiment", "three"]) == 0
+    assert "environment differs" not in capsys.readouterr().out

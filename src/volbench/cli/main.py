@@ -109,8 +109,10 @@ def _report_for(store: Store, ids: Sequence[int],
     export = report.RunExport(lambda: store.runs_json(ids), lambda: store.metric_rows(ids))
     for line in dict.fromkeys(store.damaged):
         print(f"volbench: warning: {line}", file=sys.stderr)
+    # Several experiments: each one's environment, so that a report names what changed.
+    prints = [storecmds.environment_of(store, [i]) for i in ids] if len(ids) > 1 else []
     return report.build(experiments, targets, runs, options,
-                        totals=store.histogram_totals(ids), export=export)
+                        totals=store.histogram_totals(ids), export=export, fingerprints=prints)
 
 
 def _experiment_ids(store: Store, wanted: Sequence[str] | None) -> list[int]:
@@ -200,8 +202,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             sides.append(_report_for(store, ids, options))
             environments.append(storecmds.environment_of(store, ids))
     if note := storecmds.environment_note(*environments):
-        print(note, file=sys.stderr)
-    result = compare_reports(sides[0], sides[1], str(args.a), str(args.b))
+        print(note, file=sys.stderr)  # also in the output (its warnings), which may be a file
+    result = compare_reports(sides[0], sides[1], str(args.a), str(args.b),
+                             (environments[0], environments[1]))
     text = setcompare.render(result, args.format, options.metrics)
     _emit(text, args.output)
     return 0
@@ -281,27 +284,35 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
         + (["--runs", str(args.runs)] if args.runs else []) \
         + (["--retry-failed"] if args.retry_failed else [])
-    with signals_raise():
-        outcome = run_experiment_in_lab(args.file, db=storecmds.lab_db(args.db), cli_args=extra,
-                                        workdir=args.workdir, timeout=args.timeout,
-                                        on_output=None if args.quiet else _echo)
-    boot = outcome.result.boot_seconds or 0.0
-    print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
-          f"console in {outcome.console_log}")
-    if outcome.db is not None:
-        name = experiment.load(args.file).name
-        out = outcome.db.with_name(outcome.db.stem + "-report.md")
-        with Store(outcome.db) as store:
-            ids = [r.id for r in store.experiments() if r.name == name][-1:]
-            rep = _report_for(store, ids)
-            if args.quiet:
-                print(report.render(rep, "table"), end="")
-            out.write_text(report.render(rep, "markdown"))
-        print(f"results in {outcome.db}, report in {out}")
+    exp = experiment.load(args.file)
+    with storecmds.LabResults(args.db, args.workdir) as results:
+        results.start(exp.spec_hash, args.resume or args.retry_failed)
+        with signals_raise():
+            outcome = run_experiment_in_lab(args.file, db=results.file, cli_args=extra,
+                                            workdir=args.workdir, timeout=args.timeout,
+                                            on_output=None if args.quiet else _echo)
+        boot = outcome.result.boot_seconds or 0.0
+        print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
+              f"console in {outcome.console_log}")
+        if outcome.db is None:
+            return outcome.returncode
         if outcome.kept_aside:
             print(f"warning: {args.db} changed while the lab ran (another volbench wrote to "
                   f"it), so the lab's results were not put over it: they are in "
                   f"{outcome.db}", file=sys.stderr)
+            where: location.Location = outcome.db
+        else:
+            if (pushed := results.bring_in()) is not None:
+                print(pushed)
+            where = args.db
+    out = location.sibling(where, "-report.md")
+    with Store(where) as store:
+        ids = [r.id for r in store.experiments() if r.name == exp.name][-1:]
+        rep = _report_for(store, ids)
+        if args.quiet:
+            print(report.render(rep, "table"), end="")
+        out.write_text(report.render(rep, "markdown"))
+    print(f"results in {where}, report in {out}")
     return outcome.returncode
 
 

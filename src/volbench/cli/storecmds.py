@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import html
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -50,8 +51,13 @@ def origin(store: Store, row: ExperimentRow) -> str:
 
 def environment_of(store: Store, ids: list[int]) -> dict[str, Any]:
     """The fingerprint most of these experiments' runs ran in ({} when none has one)."""
-    prints = [json.dumps(fp, sort_keys=True) for fp in store.fingerprints(ids).values()]
-    return json.loads(max(set(prints), key=prints.count)) if prints else {}
+    # Counted by digest in the database: a report of many runs decodes one document.
+    marks = ",".join("?" * len(ids))
+    found = store.db.execute(
+        f"SELECT f.document FROM (SELECT fingerprint, count(*) AS n FROM runs WHERE"
+        f" experiment_id IN ({marks}) GROUP BY fingerprint) c JOIN fingerprints f ON"
+        " f.digest = c.fingerprint ORDER BY c.n DESC, f.digest LIMIT 1", list(ids)).fetchone()
+    return dict(json.loads(found[0])) if found else {}
 
 
 def environment_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
@@ -66,12 +72,82 @@ def environment_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     return f"note: A and B ran in different environments: {shown}{more}"
 
 
-def lab_db(db: location.Location) -> Path:
-    """lab run brings a results file back from the VM: --db must be a file there."""
-    if isinstance(db, Path):
-        return db
-    raise VolbenchError(f"lab run brings its results back as a file, not to {db}; run it "
-                        "with --db FILE, then: volbench push FILE --to URL")
+class LabResults:
+    """Where `lab run` has the guest's results come back, and what becomes of them.
+
+    The guest writes an SQLite file, whatever --db is. For a file that file is --db
+    itself (lab/labrun.py brings it back). For a postgresql:// URL it is a file of this
+    run's own beside the lab's outdir, copied into the URL's store afterwards by the push
+    code (by UUID: every run once, and a copy done twice adds nothing), then deleted; if
+    the copy fails it stays and the message names it. With --resume the file starts with
+    the URL's experiment to resume, claimed there while the lab runs."""
+
+    def __init__(self, db: location.Location, workdir: Path | None) -> None:
+        from volbench.lab.vm import DEFAULT_WORKDIR
+
+        self.db = db
+        self.file = db if isinstance(db, Path) else \
+            (workdir or DEFAULT_WORKDIR).resolve() / f"lab-results-{os.getpid()}.db"
+        self._claimed: int | None = None
+        self._said = False  # the message naming the kept file was given
+
+    def __enter__(self) -> LabResults:
+        return self
+
+    def start(self, spec_hash: str, resume: bool) -> None:
+        """Before booting: for a URL, a fresh file, holding the experiment to resume."""
+        if isinstance(self.db, Path):
+            return
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.file.unlink(missing_ok=True)  # a file of a dead PID's lab run, pushed or not
+        if not resume:
+            return
+        with Store(self.db) as team:
+            previous = team.find_resumable(spec_hash)
+            if previous is None:
+                return
+            team.claim(previous.id)  # no one else resumes it meanwhile
+            self._claimed = previous.id
+            with Store(self.file) as mine:
+                sync.copy(team, mine, [previous.id])
+
+    def bring_in(self) -> str | None:
+        """After the VM: for a URL, the results copied into it; a line saying so."""
+        if isinstance(self.db, Path):
+            return None
+        try:
+            with Store(self.file, read_only=True) as mine, Store(self.db) as team:
+                done = sync.copy(mine, team)
+        except Exception as exc:
+            if isinstance(exc, VolbenchError):
+                why = str(exc)
+            elif pg.is_database_error(exc):
+                why = f"PostgreSQL: {(str(exc).strip().splitlines() or [repr(exc)])[0]}"
+            else:
+                raise
+            self._said = True
+            raise VolbenchError(f"the lab's results could not be copied into the store: "
+                                f"{why}; they are kept in {self.file}: once it is back, "
+                                f"volbench push {self.file} --to URL") from exc
+        self.file.unlink()
+        self.file.with_name(self.file.name + ".lab-lock").unlink(missing_ok=True)
+        return f"{done.experiments} new experiment(s), {done.runs} new run(s) in {self.db}"
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if self._claimed is not None:
+            try:
+                with Store(self.db) as team:
+                    team.release(self._claimed)
+            except Exception as exc:
+                # A claim left by a process that ended is a dead owner's: the next
+                # --resume takes it over with a note. The error that matters is another.
+                if not isinstance(exc, VolbenchError) and not pg.is_database_error(exc):
+                    raise
+        if kind is not None and not self._said and self.file != self.db \
+                and self.file.exists():
+            print(f"volbench: the lab's results so far are kept in {self.file}; "
+                  f"volbench push {self.file} --to URL copies them to {self.db}",
+                  file=sys.stderr)
 
 
 def cleanup_store(db: location.Location | None) -> tuple[list[str], list[str]]:
@@ -128,7 +204,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
     """One JSON object per run (the report's run shape) with its experiment and
-    environment in front: for Elasticsearch, BigQuery or ClickHouse loaders."""
+    environment in front and the run's own fingerprint (devices, fs, caps, tools; null
+    when stored without one): for Elasticsearch, BigQuery or ClickHouse loaders."""
     rows = {r[0]: r[1:] for r in store.db.execute(
         "SELECT id, uuid, host, name, created, environment FROM experiments")}
     for exp_id in ids if ids is not None else sorted(rows):
@@ -136,8 +213,21 @@ def export_lines(store: Store, ids: list[int] | None) -> Iterator[str]:
         head = json.dumps({"id": uuid, "name": name, "host": host, "created": created},
                           separators=(",", ":"))
         prefix = f'{{"experiment":{head},"environment":{environment},'
-        for text in store.runs_json([exp_id]):
-            yield prefix + text[1:]
+        for text, printed in zip(store.runs_json([exp_id]), _run_fingerprints(store, exp_id),
+                                 strict=True):
+            yield f'{prefix}"fingerprint":{printed},{text[1:]}'
+
+
+def _run_fingerprints(store: Store, exp_id: int) -> Iterator[str]:
+    """Each run's fingerprint as JSON text, in run id order (runs_json's order); the
+    stored text is canonical JSON already, and each document is read once."""
+    digests = [r[0] for r in store.db.execute(
+        "SELECT fingerprint FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,))]
+    documents = {r[0]: r[1] for r in store.db.execute(
+        "SELECT f.digest, f.document FROM fingerprints f WHERE f.digest IN (SELECT"
+        " fingerprint FROM runs WHERE experiment_id = ?)", (exp_id,))}
+    for digest in digests:
+        yield documents.get(digest, "null") if digest else "null"
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -249,8 +249,8 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
 
 # Warnings that change what a verdict means, most serious first; the others (few runs,
 # outliers, drift) are in --details and the files.
-SERIOUS = ("failed-target", "failed-runs", "baseline", "bad-value", "cache", "caches",
-           "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
+SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "bad-value", "cache",
+           "caches", "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
 
 
 def noisiest(report: Report) -> CaseSummary | None:

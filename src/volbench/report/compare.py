@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench.report import targetstate
+from volbench.report import fingerprints, targetstate
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import lab_disk_text
@@ -38,10 +38,16 @@ class SetComparison:
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
+    # The runs' fingerprint fields that differ, A's value then B's (report/fingerprints.py).
+    fingerprint_changes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
         out = []
+        if self.fingerprint_changes:
+            out.append(fingerprints.line(self.fingerprint_changes) + " (A → B): a difference"
+                       " in the results may come from these rather than from the change "
+                       "under test")
         if self.differences:
             listed = "; ".join(f"{d.field}: {d.a} (A) vs {d.b} (B)" for d in self.differences)
             out.append(
@@ -133,8 +139,11 @@ def _case_names(summaries: list[CaseSummary]) -> dict[tuple[str, str, str], str]
     }
 
 
-def compare_reports(a: Report, b: Report, label_a: str = "A", label_b: str = "B") -> SetComparison:
-    """B against A, case by case (same target, workload, params, metric and tags)."""
+def compare_reports(a: Report, b: Report, label_a: str = "A", label_b: str = "B",
+                    environments: tuple[Mapping[str, Any], Mapping[str, Any]] = ({}, {})
+                    ) -> SetComparison:
+    """B against A, case by case (same target, workload, params, metric and tags);
+    `environments` are the sides' run fingerprints (differing fields are named)."""
     limits = {**thresholds(a.experiments), **thresholds(b.experiments)}
     # The headline comparisons are one family here too (report.family).
     rows = judge_family(compare_sets(b.summaries, a.summaries, limits, same_target=True))
@@ -149,4 +158,5 @@ def compare_reports(a: Report, b: Report, label_a: str = "A", label_b: str = "B"
         only_a=[n for k, n in names_a.items() if k not in names_b],
         only_b=[n for k, n in names_b.items() if k not in names_a],
         thresholds=limits,
+        fingerprint_changes=fingerprints.changes(environments),
     )

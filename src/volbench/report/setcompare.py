@@ -132,6 +132,8 @@ def comparison_json(sc: SetComparison, wanted: Sequence[str] | None = None) -> d
         "a": side(sc.a, sc.label_a),
         "b": side(sc.b, sc.label_b),
         "environment_differences": [asdict(d) for d in sc.differences],
+        "fingerprint_differences": [{"field": key, "a": values[0], "b": values[-1]}
+                                    for key, values in sc.fingerprint_changes],
         "warnings": sc.warnings,
         "thresholds": sc.thresholds,
         "only_a": sc.only_a,
