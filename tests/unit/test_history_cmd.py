@@ -141,10 +141,17 @@ def test_compare_names_the_environment_fields_that_differ(
     one(tmp_path / "b.db", "6.12")
     one(tmp_path / "c.db", "6.1")
     assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "b.db")]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out.count("host.kernel 6.1 → 6.12") == 1 and err == ""  # said once, in the output
+    written = tmp_path / "c.md"
+    assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "b.db"), "-o",
+                 str(written)]) == 0
+    err = capsys.readouterr().err  # the output went to a file: the terminal is told too
     assert "note: A and B ran in different environments: host.kernel: 6.1 → 6.12" in err
+    assert "host.kernel 6.1 → 6.12" in written.read_text()
     assert main(["compare", str(tmp_path / "a.db"), str(tmp_path / "c.db")]) == 0
-    assert "different environments" not in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "different environments" not in err and "6.12" not in out
 
 
 def two_targets(path: Path) -> None:

@@ -201,8 +201,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             ids = _experiment_ids(store, wanted)
             sides.append(_report_for(store, ids, options))
             environments.append(storecmds.environment_of(store, ids))
-    if note := storecmds.environment_note(*environments):
-        print(note, file=sys.stderr)  # also in the output (its warnings), which may be a file
+    if args.output and (note := storecmds.environment_note(*environments)):
+        print(note, file=sys.stderr)  # the output (its warnings) says it too, in the file
     result = compare_reports(sides[0], sides[1], str(args.a), str(args.b),
                              (environments[0], environments[1]))
     text = setcompare.render(result, args.format, options.metrics)
