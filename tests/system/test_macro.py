@@ -193,8 +193,10 @@ def test_real_jobs_on_a_loop_disk(workdir: Path, tmp_path: Path) -> None:
         assert {m.tags["phase"] for m in sf.metrics} >= {*smallfiles.PHASES, "total"}
         io = by["xfs", "io", rep]
         assert io.status is Status.OK, io.error
-        # 16 MiB at 16 MiB/s: about a second of real time, nearly all of it waiting.
-        assert metric(io, "real") > 0.8 and metric(io, "other") > 0.5 * metric(io, "real")
+        # 16 MiB at 16 MiB/s: about a second of real time, nearly all of it waiting
+        # (quiet host: 0.93-0.96 s, 0.03-0.04 s unthrottled; CI on a loaded host measured
+        # 0.798 s once, the throttle's slices letting more through at once: 2026-11-27).
+        assert metric(io, "real") > 0.6 and metric(io, "other") > 0.5 * metric(io, "real")
         assert metric(io, "other") == pytest.approx(
             metric(io, "real") - metric(io, "user") - metric(io, "sys")
         )
