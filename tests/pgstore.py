@@ -12,6 +12,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,30 +46,38 @@ class PgServer:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
+    with cluster("pgstore") as (found, server):
+        # Passwords are checked for the owner (scram), trust stays for the superuser.
+        hba = server.datadir / "pg_hba.conf"
+        hba.write_text(f"local all {OWNER} scram-sha-256\n" + hba.read_text())
+        found.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
+        found.admin("SELECT pg_reload_conf()")
+        yield found
+
+
+@contextmanager
+def cluster(name: str) -> Iterator[tuple[PgServer, postgres.Server]]:
+    """A real PostgreSQL server of the tests (volbench's own cluster code, journaled),
+    its folders under /var/tmp/volbench-tests/NAME-*, removed at the end."""
     need(os.geteuid() == 0, "the test PostgreSQL server runs as postgres: needs root")
-    for name in ("initdb", "postgres"):
-        tool(name)
+    for tool_name in ("initdb", "postgres"):
+        tool(tool_name)
     pytest.importorskip("psycopg")
     # Under /var/tmp like the tests' workdir: pytest's own tmp folder is root-only, and
     # the postgres user must reach its socket and data directories.
-    base = Path("/var/tmp/volbench-tests") / f"pgstore-{uuid.uuid4().hex[:8]}"
-    base.mkdir(parents=True)
-    (base / "data").mkdir()
+    base = Path("/var/tmp/volbench-tests") / f"{name}-{uuid.uuid4().hex[:8]}"
+    (base / "data").mkdir(parents=True)
     (base / "svc").mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VOLBENCH_STATE_DIR", str(base / "state"))
-        with (journal.opened("pgstore") as jrnl, jrnl.scope() as scope,
-              postgres.cluster(postgres.ClusterConfig(), scope,
-                               Built("pgstore", "directory", base / "data"),
-                               base / "svc") as server):
-            found = PgServer(server.sockdir, server.port)
-            # Passwords are checked for the owner (scram), trust stays for the superuser.
-            hba = server.datadir / "pg_hba.conf"
-            hba.write_text(f"local all {OWNER} scram-sha-256\n" + hba.read_text())
-            found.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
-            found.admin("SELECT pg_reload_conf()")
-            yield found
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("VOLBENCH_STATE_DIR", str(base / "state"))
+            with (journal.opened(name) as jrnl, jrnl.scope() as scope,
+                  postgres.cluster(postgres.ClusterConfig(), scope,
+                                   Built(name, "directory", base / "data"),
+                                   base / "svc") as server):
+                yield PgServer(server.sockdir, server.port), server
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -12,21 +12,19 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pgstore import OWNER, PASSWORD, PgServer
-from support import ROOT, make_run, need, tool
+import pgstore
+from pgstore import OWNER, PASSWORD
+from support import ROOT, make_run, tool
 from volbench.cli.main import main
 from volbench.services import postgres
 from volbench.store import location
 from volbench.store.db import Store
-from volbench.system import journal, proc, procfs
-from volbench.targets.base import Built
+from volbench.system import proc, procfs
 
 pytestmark = pytest.mark.root
 
@@ -132,29 +130,6 @@ def test_lab_run_resume_into_a_url_continues_the_experiment_stored_there(
 
 # -- a server that goes away mid-run and comes back ----------------------------------------
 
-@contextmanager
-def own_server() -> Iterator[tuple[PgServer, postgres.Server]]:
-    """A server of this test's own (stopping the session's would break the others),
-    started as tests/pgstore.py starts that one; deleted at the end."""
-    need(os.geteuid() == 0, "the test PostgreSQL server runs as postgres: needs root")
-    for name in ("initdb", "postgres"):
-        tool(name)
-    pytest.importorskip("psycopg")
-    base = Path("/var/tmp/volbench-tests") / f"pgstop-{uuid.uuid4().hex[:8]}"
-    (base / "data").mkdir(parents=True)
-    (base / "svc").mkdir()
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("VOLBENCH_STATE_DIR", str(base / "state"))
-            with (journal.opened("pgstop") as jrnl, jrnl.scope() as scope,
-                  postgres.cluster(postgres.ClusterConfig(), scope,
-                                   Built("pgstop", "directory", base / "data"),
-                                   base / "svc") as server):
-                yield PgServer(server.sockdir, server.port), server
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
 def stop(pid: int) -> None:
     """A fast shutdown (SIGINT, what `pg_ctl stop -m fast` sends): every connection
     ends and the socket goes away."""
@@ -190,7 +165,7 @@ def test_resume_after_the_server_went_away_mid_run_stores_every_run_once(
     file.write_text(yaml.safe_dump(doc))
     run = [sys.executable, "-m", "volbench.cli.main", "run", "--quiet", str(file)]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with own_server() as (server, cluster):
+    with pgstore.cluster("pgstop") as (server, cluster):
         name = f"t_{uuid.uuid4().hex[:10]}"
         server.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
         server.admin(f"CREATE DATABASE {name} OWNER {OWNER}")
