@@ -273,3 +273,23 @@ def test_a_reader_of_an_older_store_is_told_its_owner_must_upgrade_it(
     assert f"its owner ({OWNER}) must upgrade it" in err
     grant_as_owner(pg_url, [set_version.format(VERSION)])
     assert cli(capsys, ["report", "--list", "--db", reader])[0] == 0
+
+
+def test_reading_a_database_with_no_store_says_so_and_makes_nothing(
+        pg_server: PgServer, pg_url: str, role: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    reader = pg_server.url(role, database_of(pg_url))
+    for url in (pg_url, reader):  # the owner too: reading makes no schema
+        for argv in (["report", "--list"], ["history"], ["export"]):
+            code, _out, err = cli(capsys, [*argv, "--db", url])
+            assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+            assert "no volbench results in PostgreSQL at" in err and "GRANT" not in err
+            assert "volbench run FILE --db URL" in err and PASSWORD not in err
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'volbench'"
+                            ).fetchone() == (0,)
+        conn.execute("CREATE SCHEMA volbench")  # made, but no tables yet: still nothing
+    code, _out, err = cli(capsys, ["report", "--list", "--db", pg_url])
+    assert code == 1 and "no volbench results in PostgreSQL at" in err, err

@@ -217,12 +217,24 @@ def connect(location: PgLocation, *, writer: bool = True) -> PgConnection:
         row = conn.execute("SELECT current_user::text, (SELECT nspowner::regrole::text FROM"
                            " pg_namespace WHERE nspname = %s)", (SCHEMA,)).fetchone()
         db.role, db.owner = (row[0], row[1] or "") if row else ("", "")
-        ensure_schema(conn)
+        if writer:
+            ensure_schema(conn)
+        elif row is None or row[1] is None:  # a reader makes nothing: there is nothing
+            conn.close()
+            raise StoreError(no_store(location))
         conn.execute(f"SET search_path TO {SCHEMA}")
     except psycopg.Error as exc:
         conn.close()
         raise StoreError(db.problem(exc)) from None
     return db
+
+
+def no_store(location: PgLocation) -> str:
+    """What a command that only reads says of a database with no volbench store in it
+    (as it says of a results file that does not exist)."""
+    return (f"no volbench results in PostgreSQL at {location.where()} (no schema {SCHEMA} "
+            "there yet); run an experiment into it first (volbench run FILE --db URL, or "
+            "volbench push FILE --to URL) or point --db at the database that has them")
 
 
 def connect_options(url: str) -> dict[str, Any]:

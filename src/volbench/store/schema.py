@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 
 from volbench.core.errors import StoreError
-from volbench.store.pg import PgConnection, stored_version
+from volbench.store.pg import PgConnection, no_store, stored_version
 
 # Both backends take the same calls (pg.py rewrites the SQLite forms for PostgreSQL).
 Connection = sqlite3.Connection | PgConnection
@@ -341,6 +341,8 @@ def migrate(db: Connection, where: object) -> None:
         found = stored_version(db)
         if found == VERSION:
             return
+        if found is None and not db.writer:  # the schema, but no tables yet: nothing to read
+            raise StoreError(no_store(db.location))
         if found is not None and found < VERSION and not db.writer and db.role != db.owner:
             # Grants would not help: only the schema's owner may upgrade its tables.
             raise StoreError(f"{where} has schema {found}, older than this volbench's "
