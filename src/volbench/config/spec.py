@@ -217,6 +217,28 @@ class Axis(Field[tuple[T, ...]]):
         return replace(self, convert=convert)
 
 
+@dataclass(frozen=True)
+class SyncAxis(Axis[T]):
+    """The `sync:` axis of a write workload (core/syncmode.py): one mode or a list of them,
+    each a word of `words` or a one-key mapping of `calls` to a whole number of writes
+    (`{fdatasync: 1}`), also written `fdatasync:1`. As a JSON schema an item is
+    `{"enum": words}` or `{"type": "object", "minProperties": 1, "maxProperties": 1,
+    "properties": {call: {"type": "integer", "minimum": 1, "maximum": most}}}`, or a
+    boolean where `booleans` (bonnie++'s older true/false); a tool that takes fewer modes
+    (bonnie++: none or an fsync after every write) lists only those."""
+
+    what: ClassVar[str] = "axis"
+    words: tuple[str, ...] = field(default=(), kw_only=True)
+    calls: tuple[str, ...] = field(default=(), kw_only=True)
+    most: int = field(default=1, kw_only=True)
+    booleans: bool = field(default=False, kw_only=True)
+
+    def rules(self) -> str:
+        every = "N" if self.most > 1 else str(self.most)
+        return " | ".join((*(("true", "false") if self.booleans else ()), *self.words,
+                           *(f"{{{c}: {every}}}" for c in self.calls)))
+
+
 def rows(table: Sequence[Field[Any]]) -> list[tuple[str, str, str, str]]:
     """(field, default, what it takes, help) per declared field, for `volbench fields`."""
     out = []

@@ -31,6 +31,7 @@ HEADLINE = (
     "bw",
     "lat_mean",
     "clat_p99",
+    "lat_p99",
     "tps",
     "latency_avg",
     "latency_p99",
@@ -68,6 +69,9 @@ KNOWN: dict[str, MetricInfo] = {
     "clat_mean": MetricInfo("mean completion latency", False, detail=True),
     "slat_mean": MetricInfo("mean submission latency", False, detail=True),
     "clat_p99": MetricInfo("p99 completion latency (per run)", False),
+    # fio's sync calls (op=sync) have one latency, the call's: their p99 is a headline of a
+    # commit-bound case (core/headline.py).
+    "lat_p99": MetricInfo("p99 latency (per run)", False),
     "io_bytes": MetricInfo("bytes moved", None),
     "total_ios": MetricInfo("I/Os", None),
     "runtime": MetricInfo("runtime", None),
@@ -153,6 +157,22 @@ def comparable(name: str, unit: str, tags: Mapping[str, str]) -> bool:
 
 def label(name: str, unit: str = "") -> str:
     return info(name, unit).label
+
+
+# Labels of a metric of one operation that reads better said whole (op=sync: fio's
+# fsync/fdatasync calls, workloads/fiosync.py).
+OP_LABELS = {
+    ("sync", "iops"): "syncs/s",
+    ("sync", "total_ios"): "sync calls",
+    ("sync", "lat_mean"): "mean sync latency",
+    ("sync", "lat_p99"): "p99 sync latency (per run)",
+}
+
+
+def op_label(name: str, unit: str, op: str) -> str:
+    """A metric's label with its operation: "read IOPS", "syncs/s"."""
+    own = OP_LABELS.get((op, name))
+    return own if own else " ".join(p for p in (op, label(name, unit)) if p)
 
 
 def selected(name: str, unit: str, wanted: Sequence[str] | None) -> bool:

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench.core import units, valuecheck
+from volbench.core import syncmode, units, valuecheck
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Parsed, RunResult, Scalar, Status
 from volbench.stats.windows import with_windows
 from volbench.store.db import Store
-from volbench.workloads import bonnie, dd, fio, fiologs, hdparm, pgbench_parse
+from volbench.workloads import bonnie, dd, fio, fiologs, fiosync, hdparm, pgbench_parse
 from volbench.workloads.shape import SHAPE_ERRORS, shape_message
 
 # Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
@@ -67,6 +67,9 @@ def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
             params["runtime"] = str(options["runtime"])
     if "ioengine" in options:
         params["ioengine"] = str(options["ioengine"])
+    mode = fiosync.options_mode(options)
+    if mode.syncs:  # as a live run of `sync:` records it (workloads/fiosync.py)
+        params[syncmode.PARAM] = mode.text
     return params
 
 

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 
 from volbench.config.loadspec import stage
+from volbench.core import syncmode
 from volbench.core.model import Params, case_key
 from volbench.engine.experiment import Experiment
 from volbench.targets import KINDS as TARGET_KINDS
@@ -165,3 +166,16 @@ def build_order(experiment: Experiment) -> list[str]:
         done.append(ready)
         pending.remove(ready)
     return done
+
+
+def sync_lines(plan: Plan) -> list[str]:
+    """The commit-bound cases as `volbench plan` prints them: each workload's sync modes in
+    words and what their verdicts judge (core/headline.py)."""
+    seen: dict[tuple[str, str], str] = {}
+    for case in plan.cases:
+        mode = syncmode.of(case.params)
+        if mode.syncs:
+            judged = ("sync latency (p99, mean) and syncs/s; write IOPS beside" if mode.calls
+                      else "write latency (p99, mean) and IOPS: each write a commit")
+            seen.setdefault((case.workload, mode.text), f"{mode.describe()}, judged on {judged}")
+    return [f"sync {workload} sync={text}: {words}" for (workload, text), words in seen.items()]

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volbench.core import metricinfo
-from volbench.core.headline import headline
+from volbench.core import metricinfo, syncmode
+from volbench.core.headline import commit_rank, headline
+from volbench.core.model import params_key
 from volbench.core.units import format_value
 from volbench.report import noise, phaseview
 from volbench.report.cases import CaseSummary
@@ -133,8 +134,11 @@ def case_title(report: Report, s: CaseSummary) -> str:
     """"rand4k rw=randread — read IOPS": workload, varying parameters, metric."""
     shown = report.varying_params(s.workload)
     label = " ".join(f"{k}={s.params[k]}" for k in shown if k in s.params)
-    what = " ".join(p for p in (s.tags.get("op", ""), metricinfo.label(s.metric, s.unit),
+    what = " ".join(p for p in (metricinfo.op_label(s.metric, s.unit, s.tags.get("op", "")),
                                 s.other_tags()) if p)
+    mode = syncmode.of(s.params)
+    if mode.syncs and syncmode.PARAM not in shown:  # a commit-bound case says how it syncs
+        what += f", {mode.describe()}"
     return " ".join(p for p in (s.workload, label) if p) + f" — {what}"
 
 
@@ -169,9 +173,11 @@ def case_answers(report: Report) -> list[CaseAnswer]:
     def place(a: CaseAnswer) -> tuple[object, ...]:
         s = a.summaries[0]
         figure = _curve_figure(s.metric)
+        synced = commit_rank(s.metric, s.tags)
         return (work.get(a.workload, len(work)),
                 tuple((k, value_order(v)) for k, v in s.params.items()),
-                (-1, str(figure)) if figure is not None else metricinfo.rank(s.metric),
+                (-1, str(figure)) if figure is not None
+                else (-1, str(synced)) if synced is not None else metricinfo.rank(s.metric),
                 tuple(sorted(s.tags.items())))
 
     return sorted(answers, key=place)
@@ -203,14 +209,32 @@ def _fit(line: str, width: int, indent: int = 4, most: int = 2) -> list[str]:
     return [*out, rest]
 
 
+def beside(report: Report, s: CaseSummary) -> str:
+    """The write IOPS beside a commit-bound case's syncs/s ("writes 1309 op/s"): shown
+    with it, not judged (core/headline.py); "" for any other figure."""
+    if s.metric != "iops" or s.tags.get("op") != "sync":
+        return ""
+    tags, key = {**s.tags, "op": "write"}, params_key(s.params)
+    for w in report.summaries:
+        if (w.target, w.workload, w.metric) == (s.target, s.workload, "iops") \
+                and dict(w.tags) == tags and params_key(w.params) == key:
+            fig = geometric_figure(w.values)
+            return f"(writes {format_value(fig.centre, w.unit)})" if fig else ""
+    return ""
+
+
 def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> list[str]:
-    """A case's title, then one line per target: name, figure [interval], verdict."""
+    """A case's title, then one line per target: name, figure [interval], verdict (and a
+    figure shown beside it, not judged)."""
     names = [s.target for s in answer.summaries]
     figures = [figure_text(s) for s in answer.summaries]
     name_w, fig_w = max(map(len, names)), max(map(len, figures))
+    cells = [_verdict_cell(report, answer, s) for s in answer.summaries]
+    asides = [beside(report, s) for s in answer.summaries]
+    cell_w = max(map(len, cells)) if any(asides) else 0
     out = [answer.title]
-    for s, name, fig in zip(answer.summaries, names, figures, strict=True):
-        line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {_verdict_cell(report, answer, s)}"
+    for name, fig, cell, aside in zip(names, figures, cells, asides, strict=True):
+        line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {cell.ljust(cell_w)}  {aside}"
         out += _fit(line.rstrip(), width, indent=name_w + fig_w + 6)
     return out
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.config.fields import did_you_mean
+from volbench.core import syncmode
 from volbench.core.bulk import paused_gc
 from volbench.core.errors import VolbenchError
 from volbench.core.metricinfo import HEADLINE, selected
@@ -134,6 +135,11 @@ class Report:
         return list(self._workloads)
 
 
+# Parameters whose absence is a value: a case without `sync` writes with no sync mode, so
+# `sync: [none, {fdatasync: 1}]` varies although only one of its cases carries it.
+IMPLIED = {syncmode.PARAM: syncmode.NONE}
+
+
 def _varying(runs: Sequence[RunResult]) -> dict[str, list[str]]:
     values: dict[str, dict[str, set[object]]] = {}
     for run in runs:
@@ -141,6 +147,9 @@ def _varying(runs: Sequence[RunResult]) -> dict[str, list[str]]:
         for k, v in run.params.items():
             # Parameter values are scalars (hashable); repr keeps 1 and True apart.
             per.setdefault(k, set()).add(repr(v))
+        for k, v in IMPLIED.items():
+            if k not in run.params:
+                per.setdefault(k, set()).add(repr(v))
     return {w: [k for k, vs in per.items() if len(vs) > 1] for w, per in values.items()}
 
 

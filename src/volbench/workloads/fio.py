@@ -20,6 +20,7 @@ from typing import Any
 from volbench.config import fieldrules, loadspec, pathcheck
 from volbench.config.fields import Reader, choice, flag, percent, whole
 from volbench.config.spec import Axis, Field, Text, TextMap
+from volbench.config.syncmode import SYNC
 from volbench.core import units
 from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
@@ -27,7 +28,7 @@ from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
 from volbench.system.block import devices
 from volbench.targets.base import Built
-from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady
+from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady, fiosync
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 from volbench.workloads.fiologs import parse_logs
 from volbench.workloads.shape import shape_checked
@@ -53,6 +54,8 @@ class FioSpec(WorkloadSpec):
     options_at: str = "options"
     # A load curve (`load:`, `sla:`): its steps are the values of the `load` axis.
     load: loadspec.Load | None = None
+    # Cases with a sync mode run fio's psync engine (no `ioengine` given: fiosync.py).
+    sync_engine: bool = False
 
 
 def _fio_size(value: Any) -> str:
@@ -97,7 +100,7 @@ OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
 OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)",
                   keys=OPTION_NAME, keys_are="an fio option name such as iodepth_batch",
                   one_line=True)
-FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
+FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, SYNC, JOBFILE, OPTIONS)
 
 
 def parse(r: Reader, name: str) -> FioSpec:
@@ -106,11 +109,13 @@ def parse(r: Reader, name: str) -> FioSpec:
     options = r.get(OPTIONS)
     options_at = r.at("options")
     if r.has("jobfile"):
-        for key in ("load", "sla"):
+        for key in ("load", "sla", "sync"):
             if r.has(key):
                 r.raw(key)
-                r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
-                          "remove jobfile: or remove " + key)
+                r.problem(key, f"{'a load curve' if key != 'sync' else 'sync:'} needs "
+                          "volbench's own job (rw, bs, iodepth …)",
+                          "remove jobfile: or remove " + key
+                          + (" (a job file says its own fsync=…)" if key == "sync" else ""))
         path = fieldrules.absolute(r.get(JOBFILE), r.base)
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
@@ -124,20 +129,24 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    sync_engine = fiosync.read(r, matrix, options)
     fiochecks.check_direct_sizes(r, matrix)
     load = loadspec.parse(r, tuple(SLA_STATS))
     if load is not None:
         matrix["load"] = load.values()
     r.finish()
-    return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load)
+    return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load,
+                   sync_engine=sync_engine)
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
-    """The matrix, minus rwmixread for modes that do not mix (no duplicate cases)."""
+    """The matrix, minus rwmixread for modes that do not mix and the sync mode where it is
+    none or the mode does not write (no duplicate cases)."""
     seen: dict[str, dict[str, Scalar]] = {}
     for case in spec.cases():
         if "rwmixread" in case and case["rw"] not in MIXED:
             case = {k: v for k, v in case.items() if k != "rwmixread"}
+        case = fiosync.case(case, spec.sync_engine)
         seen.setdefault(json.dumps(case, sort_keys=True), case)
     return list(seen.values())
 
@@ -165,6 +174,7 @@ def _job_args(spec: FioSpec, params: Params, built: Built, offered: float | None
             args.append(f"--{key}={params[key]}")
     args += [f"--runtime={params['runtime']:g}", "--time_based=1", "--group_reporting=1"]
     args += [f"--{k}={v}" for k, v in rate_options(params, offered, 1)]
+    args += [f"--{k}={v}" for k, v in fiosync.fio_options(params)]
     args += [f"--{k}={v}" for k, v in _expanded(spec, built).items()]
     return args
 
@@ -318,7 +328,8 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
         job = [(k, str(params[k])) for k in ("rw", "bs", "iodepth", "numjobs", "size",
                                              "ioengine", "direct", "rwmixread") if k in params]
         job += [("runtime", f"{params['runtime']:g}"), ("time_based", "1"),
-                ("group_reporting", "1"), *rate_options(params, ctx.offered, len(clients))]
+                ("group_reporting", "1"), *rate_options(params, ctx.offered, len(clients)),
+                *fiosync.fio_options(params)]
         texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, options)
     timeout = 3600.0 if spec.jobfile is not None else 3 * float(params["runtime"]) + 120
     return fioclient.command(ctx, texts, timeout)
@@ -474,7 +485,8 @@ def _group_totals(data: Mapping[str, Any], major: int | None) -> list[Metric]:
         total = sum(n for _, n in weighted)
         if weighted and total:
             out.append(Metric("lat_mean", sum(m * n for m, n in weighted) / total, "s", tags))
-    return out
+    return out + fiosync.totals([fiosync.metrics(j, {}, fiosync.engine_of(data, j))[0]
+                                 for j in jobs])
 
 
 @shape_checked("fio")
@@ -499,6 +511,9 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
             if isinstance(side, Mapping) and (side.get("io_bytes") or side.get("io_kbytes")
                                                or side.get("total_ios")):
                 _side_metrics(side, {**tags, "op": op}, major, metrics, hists)
+        synced, sync_hists = fiosync.metrics(job, tags, fiosync.engine_of(data, job))
+        metrics += synced
+        hists += sync_hists
         for key, name in (("usr_cpu", "cpu_usr"), ("sys_cpu", "cpu_sys")):
             if key in job:
                 metrics.append(Metric(name, float(job[key]), "%", tags))
