@@ -251,3 +251,13 @@ def test_a_mode_beside_none_is_a_varying_parameter(tmp_path: Path) -> None:
     titles = [line for line in answer.answer_lines(built) if line.startswith("commit")]
     assert "commit — write IOPS" in titles
     assert "commit sync=fdatasync:1 — p99 sync latency (per run)" in titles
+
+
+def test_a_commit_case_counts_once_in_the_cases_a_workload_shows(tmp_path: Path) -> None:
+    """Its three figures are one case: four syncing cases show three, "1 more"."""
+    runs = [_commit_run("one", rep, ms, {"rw": "randwrite", "bs": bs, "sync": "fdatasync:1"})
+            for bs, ms in (("4k", 0.5), ("8k", 0.6), ("16k", 0.7), ("32k", 0.8))
+            for rep in (1, 2, 3)]
+    lines = answer.answer_lines(load(make_db(tmp_path / "k.db", runs)))
+    assert sum(1 for line in lines if line.startswith("commit bs=")) == 9
+    assert "(1 more commit case: volbench report --details)" in lines

@@ -55,6 +55,12 @@ RUNS: dict[str, tuple[float, float, dict[str, Any]]] = {
         "script": "/work/main/tests/data/pgbench/15/custom-script.sql", "scale": 1}),
     "15/run-builtin-weights.stdout": (13842.133937, 0.144, {"script": "multiple scripts"}),
     "15/run-r-per-statement.stdout": (2903.285159, 0.689, {"duration": 2.0}),
+    "15.18/run-r-two-scripts.stdout": (409.454987, 4.885, {"script": "multiple scripts",
+                                                           "duration": 2.0}),
+    "15.18/run-report-per-command-commit.stdout": (543.5605, 3.679, {
+        "script": "/work/wt/commit/tests/data/pgbench/commit-script.sql", "scale": 1}),
+    "15.18/run-r-synchronous-commit-off.stdout": (759.071429, 2.635, {"script": "tpcb-like",
+                                                                      "clients": 2}),
     "15/run-rate-latency-limit.stdout": (295.007105, 0.770, {"duration": 3.0}),
     "15/run-prepared-progress-timestamp.stdout": (3512.921551, 0.568,
                                                   {"query_mode": "prepared"}),

@@ -91,6 +91,8 @@ KNOWN: dict[str, MetricInfo] = {
     "tps": MetricInfo("transactions/s", True, "tps"),
     "latency_avg": MetricInfo("mean latency", False, "latency"),
     "latency_p99": MetricInfo("p99 latency (per run)", False),
+    # pgbench -r: the commit statement's mean latency, what a transaction waits for its WAL
+    "commit_latency": MetricInfo("commit latency (pgbench -r)", False),
     "init_time": MetricInfo("init time", False, "time"),
     "failed": MetricInfo("failed transactions", None),
     # pgbench from several hosts: how far apart the hosts' load began and ended (a check

@@ -251,13 +251,23 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
     out = [f"Answer: {vs} (geometric mean of runs [95 % interval]; verdict in words)"]
     shown: dict[str, int] = {}
     hidden: dict[str, int] = {}
+    seen: set[tuple[str, str, str]] = set()
+    left: set[tuple[str, str, str]] = set()
     for a in answers:
-        if shown.get(a.workload, 0) >= per_workload:
-            hidden[a.workload] = hidden.get(a.workload, 0) + 1
+        # A commit-bound case answers with three figures (core/headline.py): one case.
+        first = a.summaries[0]
+        case = (a.workload, params_key(first.params), first.other_tags())
+        new = case not in seen
+        if new and shown.get(a.workload, 0) >= per_workload:
+            if case not in left:
+                left.add(case)
+                hidden[a.workload] = hidden.get(a.workload, 0) + 1
             continue
-        shown[a.workload] = shown.get(a.workload, 0) + 1
+        if new:
+            seen.add(case)
+            shown[a.workload] = shown.get(a.workload, 0) + 1
         out += case_lines(report, a, width)
-        if shown[a.workload] == 1:  # the faults' phases once per workload (issue 23)
+        if new and shown[a.workload] == 1:  # the faults' phases once per workload (issue 23)
             out += [line for text in phaseview.answer_lines(report, a.workload)
                     for line in _fit(text, width)]
     out += [f"({n} more {w} case{'s' if n > 1 else ''}: volbench report --details)"
@@ -273,8 +283,9 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
 
 # Warnings that change what a verdict means, most serious first; the others (few runs,
 # outliers, drift) are in --details and the files.
-SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "bad-value", "cache",
-           "caches", "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
+SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "commit-settings",
+           "bad-value", "cache", "caches", "stall", "burst-refill", "time-window",
+           "not-steady", "retried-runs")
 
 
 def noisiest(report: Report) -> CaseSummary | None:

@@ -26,6 +26,7 @@ from volbench.core.model import (
 from volbench.report import (
     badvalues,
     checks,
+    commitsettings,
     curves,
     labburst,
     steadiness,
@@ -239,6 +240,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *timeline.refills(runs, regimes, labels),
         *steady.warnings,
         *labburst.short_runs(runs, targets, report.environment, labels),
+        *commitsettings.warnings(runs, names),
     ]
     return report
 

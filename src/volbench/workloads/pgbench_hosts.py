@@ -59,7 +59,8 @@ ADDITIVE = (
     "statement_failures",
 )
 # Averages weighted by each host's transactions.
-WEIGHTED = ("latency_avg", "schedule_lag_avg", "statement_latency", "connection_time_avg")
+WEIGHTED = ("latency_avg", "schedule_lag_avg", "statement_latency", "commit_latency",
+            "connection_time_avg")
 LATEST = ("initial_connection_time", "schedule_lag_max")
 # The scripts that insert one pgbench_history row per committed transaction.
 HISTORY_SCRIPTS = ("tpcb-like", "simple-update")
