@@ -236,6 +236,9 @@ def test_a_commit_bound_case_answers_with_sync_latency_and_rate(tmp_path: Path) 
     p99 = lines[lines.index(titles[0]) + 2]
     assert p99.startswith("  lvm25") and "4× slower" in p99
     assert not any("write IOPS" in line for line in lines)
+    from volbench.report.options import ReportOptions
+    details = report.render(load(tmp_path / "c.db"), "table", ReportOptions(details=True))
+    assert "jobs; for a commit: sync latency and syncs/s)" in details
 
 
 def test_a_mode_beside_none_is_a_varying_parameter(tmp_path: Path) -> None:

@@ -90,6 +90,8 @@ def test_libaio_sync_latencies_are_kept_as_not_measured(path: Path) -> None:
     # write-plus-sync cycle once the write's own latency is added (3.33)
     mean, write = job["sync"]["lat_ns"]["mean"] * 1e-9, job["write"]["lat_ns"]["mean"] * 1e-9
     assert mean < 1e-6 or mean + write > 1.2 / job["write"]["iops"]
+    imported = importer.read_output("fio", path.read_text(), str(path))  # stored as is
+    assert any(m.name == "lat_mean" and m.value is None for m in imported.parsed.metrics)
 
 
 @pytest.mark.parametrize("name", ["sync-dsync-jsonplus.json", "sync-osync-jsonplus.json"])

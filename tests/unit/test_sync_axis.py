@@ -178,3 +178,20 @@ def test_the_plan_says_each_mode_and_what_it_is_judged_on(tmp_path: Path) -> Non
         "each write a commit",
         "sync c sync=fdatasync:1: fdatasync after every write, judged on sync latency (p99, "
         "mean) and syncs/s; write IOPS beside"]
+
+
+def test_each_host_of_a_multi_host_run_gets_the_mode_in_its_job_file(tmp_path: Path) -> None:
+    import json
+
+    from volbench.workloads import fioclient
+    spec = spec_of(tmp_path, rw="randwrite", sync={"fdatasync": 1})
+    (case,) = KINDS["fio"].cases(spec)
+    hosts = [{"host": h, "address": f"10.0.0.{i}", "port": 8765, "path": str(tmp_path),
+              "server": f"ip:10.0.0.{i},8765"}
+             for i, h in enumerate(("a", "b"), 1)]
+    ctx = RunContext(Built("d", "directory", path=tmp_path), tmp_path / "run",
+                     {fioclient.CLIENTS: json.dumps(hosts)})
+    inv = KINDS["fio"].command(spec, case, ctx)
+    jobs = [text for path, text in inv.files.items() if path.suffix == ".fio"]
+    assert len(jobs) == 2 and all("fdatasync=1\n" in j and "ioengine=psync\n" in j
+                                  for j in jobs)

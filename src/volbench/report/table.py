@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.core import metricinfo as metrics
+from volbench.core import syncmode
 from volbench.core.model import Params
 from volbench.core.units import format_duration, format_size, format_value, parse_size
 from volbench.report.cases import CaseSummary
@@ -145,7 +146,10 @@ def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table
         return None
     table = verdict_table(report, wanted, chosen)
     title = f"Headline: each target vs {report.baseline}" if report.baseline else "Headline"
-    return Table(f"{title} ({HEADLINE_RULE})", table.headers, table.rows, table.raw,
+    rule = HEADLINE_RULE
+    if any(syncmode.of(v.candidate.params).syncs for v in chosen):
+        rule += "; for a commit: sync latency and syncs/s"
+    return Table(f"{title} ({rule})", table.headers, table.rows, table.raw,
                  table.numeric, table.classes)
 
 

@@ -1,0 +1,143 @@
+"""What a commit costs in the lab: ground truth on flushes (a step of the shared lab boot,
+tests/lab/conftest.py).
+
+fio 4k random writes at QD1 with an fdatasync after every write (`sync: {fdatasync: 1}`)
+on three targets, in interleaved rounds: each round runs the three back to back, 2 s
+each, so every comparison is between slices a few seconds apart (a paired, same-moment
+design: the host's load moves all three alike), and the assertions are on ratios of
+paired runs' medians.
+
+- `wt`: xfs on a lab disk of the default write-through class (500 IOPS, 50 MiB/s): the
+  guest sends no flush at all, an fdatasync of an overwrite costs the guest's CPU only;
+- `wb`: xfs on the same class with `write_cache: write-back`: every fdatasync ends in one
+  flush, which QEMU turns into an fdatasync of the disk's image file on the host;
+- `lvm25`: LVM linear over 25 disks of that write-back class: device-mapper sends each
+  flush to every disk, 25 flushes per fdatasync.
+
+Measured (one boot, 2026-11-28, 5 rounds, the host at load 7-8 with other engineers' jobs):
+flushes per sync 0 / 1.00 / 25.00 exactly; mean sync latency wt 27 µs, wb 1.76 ms,
+lvm25 5.03 ms; paired ratios wb/wt 44.6-75.9 (median 73), lvm25/wb 1.68-4.03 (median
+3.1). So the flushes follow the fan-out exactly, but the latency does not: the 25
+flushes run side by side (one QEMU worker thread per disk, the host's journal committing
+their fdatasyncs together), and a sync on 25 disks waited about 3 times as long as on one,
+not 25 times.
+
+Asserted, with the spread above as the tolerance's basis:
+- flushes per sync: wt 0, wb within 1 ± 0.02, lvm25 within 25 ± 0.5 (an exact count);
+- wb vs wt: the report's verdict on the mean and p99 sync latency is "slower" with its
+  whole interval at least 5× (measured [44, 99]× for the mean), and the paired median
+  ratio at least 10 (measured 73, lowest round 44.6);
+- lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
+  flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
+  overlap; highest round 4.03).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import load
+from volbench.core.model import RunResult
+from volbench.report import answer
+from volbench.stats import Verdict
+from volbench.store.db import Store
+
+ROUNDS = 5
+FANOUT = 25
+_LV = ", ".join(f"/dev/disk/by-id/virtio-cml{i}" for i in range(1, FANOUT + 1))
+EXPERIMENT = f"""
+name: lab-commit
+lab:
+  classes:
+    commit-wb: {{iops: 500, bps: 50M, write_cache: write-back}}
+  disks:
+    - {{name: cmt, size: 512M, class: standard}}
+    - {{name: cmb, size: 512M, class: commit-wb}}
+    - {{name: cml, count: {FANOUT}, size: 64M, class: commit-wb}}
+targets:
+  - {{name: wt, type: disk, device: /dev/disk/by-id/virtio-cmt, fs: xfs}}
+  - {{name: wb, type: disk, device: /dev/disk/by-id/virtio-cmb, fs: xfs}}
+  - {{name: lvm25, type: lvm, devices: [{_LV}]}}
+workloads:
+  - {{name: commit, tool: fio, rw: randwrite, bs: 4k, iodepth: 1, size: 16M, runtime: 2s,
+     sync: {{fdatasync: 1}}}}
+repeat: {ROUNDS}
+baseline: wt
+"""
+
+
+def _value(run: RunResult, name: str) -> float:
+    (found,) = [m.value for m in run.metrics if m.name == name and dict(m.tags) == {"op": "sync"}]
+    assert found is not None
+    return found
+
+
+def _runs(db: Path) -> dict[tuple[str, int], RunResult]:
+    with Store(db, create=False) as store:
+        (row,) = store.experiments()
+        runs = store.runs([row.id])
+    assert all(str(r.status) == "ok" for r in runs), [r.error for r in runs]
+    return {(r.target, r.repetition): r for r in runs}
+
+
+def paired(runs: dict[tuple[str, int], RunResult], a: str, b: str, name: str) -> list[float]:
+    """a/b of `name` in each round (the two runs seconds apart)."""
+    return [_value(runs[(a, n)], name) / _value(runs[(b, n)], name)
+            for n in range(1, ROUNDS + 1)]
+
+
+def flushes_per_sync(run: RunResult) -> float:
+    return float(run.annotations["device_io"]["flushes"]) / _value(run, "total_ios")
+
+
+@pytest.fixture(scope="module")
+def commit_db(shared_boot: dict[str, Any]) -> Path:
+    print(f"lab commit step: {shared_boot['steps']['commit']['seconds']:.0f} s")
+    db: Path = shared_boot["db"]("commit")
+    return db
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_each_sync_flushes_once_per_write_back_disk(commit_db: Path) -> None:
+    runs = _runs(commit_db)
+    per = {t: [flushes_per_sync(runs[(t, n)]) for n in range(1, ROUNDS + 1)]
+           for t in ("wt", "wb", "lvm25")}
+    print("flushes per sync", per)
+    assert all(f == 0 for f in per["wt"]), per
+    assert all(f == pytest.approx(1, abs=0.02) for f in per["wb"]), per
+    assert all(f == pytest.approx(FANOUT, abs=0.5) for f in per["lvm25"]), per
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path) -> None:
+    runs = _runs(commit_db)
+    ratios = paired(runs, "wb", "wt", "lat_mean")
+    print("wb/wt mean sync latency by round", ratios)
+    assert statistics.median(ratios) >= 10, ratios
+    built = load(commit_db)
+    rows = {v.candidate.metric: v for v in built.verdicts
+            if v.target == "wb" and v.candidate.tags.get("op") == "sync"}
+    for metric in ("lat_mean", "lat_p99"):
+        c = rows[metric].comparison
+        assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
+        assert c.ratio_ci is not None and c.ratio_ci.low >= 5, (metric, c.ratio_ci)
+    lines = answer.answer_lines(built)
+    title = next(i for i, t in enumerate(lines) if t.startswith("commit — mean sync latency"))
+    wb_line = next(line for line in lines[title:] if line.startswith("  wb "))
+    print("\n".join(lines))
+    assert "× slower [" in wb_line, wb_line
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_lvm_over_25_disks_waits_for_its_fanned_out_flushes(commit_db: Path) -> None:
+    runs = _runs(commit_db)
+    ratios = paired(runs, "lvm25", "wb", "lat_mean")
+    print("lvm25/wb mean sync latency by round", ratios)
+    assert 1.3 <= statistics.median(ratios) <= FANOUT / 2, ratios
