@@ -14,22 +14,28 @@ paired runs' medians.
 - `lvm25`: LVM linear over 25 disks of that write-back class: device-mapper sends each
   flush to every disk, 25 flushes per fdatasync.
 
-Measured (one boot, 2026-11-28, 5 rounds, the host at load 7-8 with other engineers' jobs):
-flushes per sync 0 / 1.00 / 25.00 exactly; mean sync latency wt 27 µs, wb 1.76 ms,
-lvm25 5.03 ms; paired ratios wb/wt 44.6-75.9 (median 73), lvm25/wb 1.68-4.03 (median
-3.1). So the flushes follow the fan-out exactly, but the latency does not: the 25
-flushes run side by side (one QEMU worker thread per disk, the host's journal committing
-their fdatasyncs together), and a sync on 25 disks waited about 3 times as long as on one,
-not 25 times.
+Measured in two boots (2026-11-28, 5 rounds each, the host at load 7-8 with other
+engineers' jobs and VMs): flushes per sync 0 / 1.00 / 25.00 exactly in every run; mean
+sync latency wt 27 and 44 µs, wb 1.76 and 1.87 ms, lvm25 5.03 and 6.02 ms; paired ratios
+by round wb/wt 44.6-75.9 (median 73) and 7.8-113 (median 55.5): the write-through sync is
+tens of µs of the emulated CPU, and spikes when the host is busy; lvm25/wb 1.68-4.03
+(median 3.1) and 2.95-3.46 (median 3.15). So the flushes follow the fan-out exactly, but
+the latency does not: a sync on 25 disks waited about 3 times as long as on one, not 25
+times; the 25 flushes run side by side (QEMU serves each disk's flush in a worker thread
+of its own; that the host's journal then commits their fdatasyncs together is likely, not
+measured). The report's verdicts, wb vs wt: mean 65.9×
+[44, 98.7] and 42.8× [8.15, 225] slower, p99 136× [33.8, 545] and 60.5× [5.7, 642].
 
-Asserted, with the spread above as the tolerance's basis:
+Asserted, with that spread as the tolerance's basis:
 - flushes per sync: wt 0, wb within 1 ± 0.02, lvm25 within 25 ± 0.5 (an exact count);
 - wb vs wt: the report's verdict on the mean and p99 sync latency is "slower" with its
-  whole interval at least 5× (measured [44, 99]× for the mean), and the paired median
-  ratio at least 10 (measured 73, lowest round 44.6);
+  whole (Holm-adjusted) interval at least 2× (lowest measured 5.7×), and the paired median
+  ratio at least 10 (lowest measured 55.5);
 - lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
   flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
   overlap; highest round 4.03).
+
+The step takes 272 s of the shared boot at load 7-8 (the boot itself: 27 more disks).
 """
 
 from __future__ import annotations
@@ -126,7 +132,7 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
     for metric in ("lat_mean", "lat_p99"):
         c = rows[metric].comparison
         assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
-        assert c.ratio_ci is not None and c.ratio_ci.low >= 5, (metric, c.ratio_ci)
+        assert c.ratio_ci is not None and c.ratio_ci.low >= 2, (metric, c.ratio_ci)
     lines = answer.answer_lines(built)
     title = next(i for i, t in enumerate(lines) if t.startswith("commit — mean sync latency"))
     wb_line = next(line for line in lines[title:] if line.startswith("  wb "))

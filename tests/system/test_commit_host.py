@@ -86,6 +86,7 @@ def test_fdatasync_after_every_write_syncs_fewer_times_than_the_writes_alone(
         syncs = value(synced[n], "total_ios", op="sync")
         flushes = synced[n].annotations["device_io"]["flushes"]
         assert syncs * 0.95 <= flushes <= syncs * 1.5 + 10, (syncs, flushes)
+        assert value(synced[n], "flushes_per_sync", op="sync") == pytest.approx(flushes / syncs)
         assert plain[n].annotations["device_io"]["flushes"] <= 0.05 * flushes
         assert synced[n].params["ioengine"] == "psync"  # a database's engine, timed by fio
 

@@ -155,3 +155,18 @@ def test_an_import_records_the_sync_mode_as_a_live_run_does() -> None:
     psync = importer.read_output("fio", (FIO / "3.33/sync-fdatasync1-jsonplus.json").read_text(),
                                  "x")
     assert psync.params["ioengine"] == fiosync.ENGINE
+
+
+def test_flushes_per_sync_from_the_runs_disk_counters() -> None:
+    one = fio.parse_json((FIO / "3.33/sync-fdatasync1-jsonplus.json").read_text())
+    syncs = next(m.value for m in one.metrics if m.name == "total_ios"
+                 and dict(m.tags) == {"op": "sync"})
+    assert syncs
+    found = fiosync.with_flushes(one, {"flushes": int(syncs) * 25, "write_ios": 1})
+    (added,) = [m for m in found.metrics if m.name == "flushes_per_sync"]
+    assert added.value == 25 and dict(added.tags) == {"op": "sync"}
+    two = fio.parse_json((FIO / "3.33/sync-fdatasync4-nj2-jsonplus.json").read_text())
+    (total,) = [m for m in fiosync.with_flushes(two, {"flushes": 1127}).metrics
+                if m.name == "flushes_per_sync"]
+    assert total.value == 1.0 and total.tags["job"] == "all"  # the whole run's count
+    assert fiosync.with_flushes(one, {}) == one and fiosync.with_flushes(one, None) == one

@@ -78,6 +78,9 @@ KNOWN: dict[str, MetricInfo] = {
     "cpu_usr": MetricInfo("user CPU", None),
     "cpu_sys": MetricInfo("system CPU", None),
     "disk_util": MetricInfo("disk utilisation", None),
+    # The target's disks' cache flushes per fio sync call (workloads/fiosync.py): how a
+    # flush fans out, not a speed.
+    "flushes_per_sync": MetricInfo("device flushes per sync", None, detail=True),
     # load curves (volbench.engine.curves, report/curves.py): the rate a step was held at is a
     # setting, not a result; the curve's own figures are compared across targets.
     "offered": MetricInfo("offered rate", None),

@@ -26,6 +26,7 @@ from volbench.system import proc
 from volbench.system.block import cgroups, diskstats, space
 from volbench.system.host import activity
 from volbench.targets.base import Built
+from volbench.workloads import fiosync
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -181,6 +182,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
                 ctx.host))
+            # how the syncs' flushes fanned out over the target's disks
+            parsed = fiosync.with_flushes(parsed, annotations.get("device_io"))
             if faults is None:
                 parsed = with_windows(parsed)  # burst / warm-up windows beside the run's
             else:

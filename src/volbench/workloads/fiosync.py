@@ -31,7 +31,7 @@ from typing import Any
 from volbench.config.fields import Reader
 from volbench.config.syncmode import SYNC
 from volbench.core import syncmode
-from volbench.core.model import Histogram, Metric, Params, Scalar
+from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.core.syncmode import SyncMode
 
 OP = "sync"
@@ -246,3 +246,19 @@ def totals(per_job: list[list[Metric]]) -> list[Metric]:
                    if m is not None) / total
         out.append(Metric("lat_mean", mean, "s", tags))
     return out
+
+
+def with_flushes(parsed: Parsed, device_io: Mapping[str, Any] | None) -> Parsed:
+    """`flushes_per_sync` beside a run's sync count: the cache flushes its target's disks
+    completed (/proc/diskstats, the run's `device_io`) per sync call. 0 on a write-through
+    disk, 1 on a write-back one, one per disk under a linear LV (docs/lab.md): how a flush
+    fans out, as the kernel counted it. Only for the run's whole count (one job, or the
+    job=all / host=all total)."""
+    flushes = (device_io or {}).get("flushes")
+    totals = [m for m in parsed.metrics if m.name == "total_ios" and m.tags.get("op") == OP
+              and {k: v for k, v in m.tags.items() if k != "op"} in ({}, {"job": "all"},
+                                                                      {"host": "all"})]
+    if not isinstance(flushes, int) or not totals or not totals[0].value:
+        return parsed
+    metric = Metric("flushes_per_sync", flushes / totals[0].value, "", dict(totals[0].tags))
+    return Parsed((*parsed.metrics, metric), parsed.series, parsed.histograms)
