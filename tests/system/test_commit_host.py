@@ -5,10 +5,11 @@ the live run's own fio JSON giving the same figures.
 Ground truth: every fdatasync of xfs on the loop disk ends in a cache flush of the loop
 device (counted in /proc/diskstats), which the loop driver turns into an fsync of its image
 file on the host's disk; the cgroup's cap counts that flush as a write too, so a write and
-its fdatasync cannot exceed 250 a second where the writes alone run at 500. Measured here
-(2026-11-28, other engineers' lab VMs running, load 7-9): plain writes 500 IOPS, fdatasync
-213-233 syncs/s (ratio 0.43-0.47). The bound below is 0.6: above half only if the flush
-were not counted, which the flush count then also shows.
+its fdatasync cannot exceed 250 a second where the writes alone run at up to 500. Measured
+here (2026-11-28, other engineers' lab VMs running, load 7-9): plain writes 500 IOPS,
+fdatasync 213-233 syncs/s (ratio 0.43-0.47); at load 9-10 beside a CI run the plain writes
+fell to 420 IOPS (the host's disk, not the cap, then sets the pace). Asserted: syncs/s at
+most half the cap in every round, and the paired median ratio below 0.8.
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def test_fdatasync_after_every_write_syncs_fewer_times_than_the_writes_alone(
     assert sorted(plain) == sorted(synced) == list(range(1, ROUNDS + 1))
     ratios = [value(synced[n], "iops", op="sync") / value(plain[n], "iops", op="write")
               for n in plain]
-    assert statistics.median(ratios) < 0.6, ratios
+    print("syncs/s over plain write IOPS by round", ratios)
+    assert statistics.median(ratios) < 0.8, ratios
     for n in plain:
-        # the cap holds the plain writes, and each sync ends in a flush of the loop device
-        assert value(plain[n], "iops", op="write") == pytest.approx(CAP, rel=0.05)
+        # the cap counts a write and its flush: at most half the cap in syncs/s (1.05: fio's
+        # own rounding of a 2 s run); the plain writes at most the cap (on a busy host less)
+        assert value(synced[n], "iops", op="sync") <= CAP / 2 * 1.05
+        assert value(plain[n], "iops", op="write") <= CAP * 1.05
         syncs = value(synced[n], "total_ios", op="sync")
         flushes = synced[n].annotations["device_io"]["flushes"]
         assert syncs * 0.95 <= flushes <= syncs * 1.5 + 10, (syncs, flushes)
@@ -97,8 +101,8 @@ def test_the_answer_judges_the_syncs(commit_db: Path) -> None:
     titles = [line for line in lines if line.startswith("w ")]
     # no ioengine named: libaio without a mode (as always), psync with one
     assert titles == ["w ioengine=libaio — write IOPS",
+                      "w ioengine=psync sync=fdatasync:1 — mean commit latency (writes + sync)",
                       "w ioengine=psync sync=fdatasync:1 — p99 sync latency (per run)",
-                      "w ioengine=psync sync=fdatasync:1 — mean sync latency",
                       "w ioengine=psync sync=fdatasync:1 — syncs/s"]
     rate = lines[lines.index(titles[3]) + 1]
     assert rate.startswith("  xfs") and "(writes " in rate and " op/s [" in rate
@@ -127,15 +131,18 @@ def test_an_import_of_the_runs_fio_json_gives_the_same_figures(commit_db: Path,
         assert dict(imp.params) == dict(live.params)
 
         def figures(run: RunResult) -> dict[tuple[str, str], float | None]:
+            # all but the live run's own disk counters (flushes_per_sync): an imported
+            # file has none
             return {(m.name, str(sorted(m.tags.items()))): m.value for m in run.metrics
-                    if m.tags.get("op") == "sync"}
+                    if m.tags.get("op") == "sync" and m.name != "flushes_per_sync"}
 
         assert figures(imp) == figures(live) and figures(live)
         assert [(s.name, dict(s.tags), s.points) for s in imp.parsed.series] == \
             [(s.name, dict(s.tags), s.points) for s in live.parsed.series]
     live_lines = answer.answer_lines(load(commit_db))
     imp_lines = answer.answer_lines(load(imported_db))
-    for metric in ("p99 sync latency (per run)", "mean sync latency", "syncs/s"):
+    for metric in ("mean commit latency (writes + sync)", "p99 sync latency (per run)",
+                   "syncs/s"):
         live_at = next(i for i, t in enumerate(live_lines) if t.endswith(f"— {metric}"))
         imp_at = next(i for i, t in enumerate(imp_lines) if f"— {metric}" in t)
         assert imp_lines[imp_at + 1] == live_lines[live_at + 1], metric

@@ -170,3 +170,30 @@ def test_flushes_per_sync_from_the_runs_disk_counters() -> None:
                 if m.name == "flushes_per_sync"]
     assert total.value == 1.0 and total.tags["job"] == "all"  # the whole run's count
     assert fiosync.with_flushes(one, {}) == one and fiosync.with_flushes(one, None) == one
+
+
+@pytest.mark.parametrize("path", [FIO / "3.33/sync-fdatasync1-jsonplus.json",
+                                  FIO / "3.33/sync-fsync1-jsonplus.json",
+                                  FIO / "3.16/sync-fsync1-jsonplus.json",
+                                  FIO / "3.33/client-sync-fdatasync1-jsonplus.json"],
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_commit_at_qd1_is_its_write_and_its_sync(path: Path) -> None:
+    """psync at QD1 does nothing but write and sync: the mean commit latency (writes per
+    sync × the write's mean + the sync's mean) is the time between two commits."""
+    tags = {"host": "127.0.0.1"} if "client" in path.name else {}
+    commit = one(path, "commit_lat_mean", **tags).value
+    rate = one(path, "iops", **tags).value
+    assert commit and rate and commit == pytest.approx(1 / rate, rel=0.03)
+    assert commit > (one(path, "lat_mean", **tags).value or 0)
+
+
+def test_a_commit_of_several_writes_counts_them_all() -> None:
+    path = FIO / "3.33/sync-fdatasync4-nj2-jsonplus.json"
+    for i in (0, 1):
+        job = raw_job(path, i)
+        writes = job["write"]["total_ios"] / job["sync"]["lat_ns"]["N"]
+        assert writes == pytest.approx(4, abs=0.01)
+        assert one(path, "commit_lat_mean", job=f"sync.{i}").value == pytest.approx(
+            (writes * job["write"]["lat_ns"]["mean"] + job["sync"]["lat_ns"]["mean"]) * 1e-9)
+        assert one(path, "commit_lat_mean", job=f"sync.{i}").value == pytest.approx(
+            1 / (one(path, "iops", job=f"sync.{i}").value or 1), rel=0.03)

@@ -72,6 +72,7 @@ KNOWN: dict[str, MetricInfo] = {
     # fio's sync calls (op=sync) have one latency, the call's: their p99 is a headline of a
     # commit-bound case (core/headline.py).
     "lat_p99": MetricInfo("p99 latency (per run)", False),
+    "commit_lat_mean": MetricInfo("mean commit latency (writes + sync)", False),
     "io_bytes": MetricInfo("bytes moved", None),
     "total_ios": MetricInfo("I/Os", None),
     "runtime": MetricInfo("runtime", None),
@@ -171,6 +172,7 @@ OP_LABELS = {
     ("sync", "total_ios"): "sync calls",
     ("sync", "lat_mean"): "mean sync latency",
     ("sync", "lat_p99"): "p99 sync latency (per run)",
+    ("sync", "commit_lat_mean"): "mean commit latency (writes + sync)",
 }
 
 
