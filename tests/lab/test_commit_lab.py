@@ -28,11 +28,11 @@ measured). The report's verdicts, wb vs wt: mean 65.9×
 
 Asserted, with that spread as the tolerance's basis:
 - flushes per sync: wt 0, wb within 1 ± 0.02, lvm25 within 25 ± 0.5 (an exact count);
-- wb vs wt: the report's verdict on the sync's p99 (a headline) and its mean (a
-  description beside it) is "slower" with its whole interval at least 2× (lowest measured
-  5.7×), the paired median ratio of the sync's mean at least 10 (lowest measured 55.5),
-  and the headline on the mean commit latency (the write at the disk's cap, ~2 ms, and
-  the sync) is "slower" too;
+- wb vs wt: the report's comparisons of the sync call's p99 and mean are "slower" with
+  their whole interval at least 2× (lowest measured 5.7×), the paired median ratio of the
+  sync's mean at least 10 (lowest measured 55.5); the headline verdict on the commit's
+  p99 (write and sync; the write ~2 ms at the disk's cap) is "slower", and the commit's
+  mean at least 1.2× the write-through one's;
 - lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
   flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
   overlap; highest round 4.03).
@@ -132,17 +132,21 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
     rows = {v.candidate.metric: v for v in built.verdicts
             if v.target == "wb" and v.candidate.tags.get("op") == "sync"}
     print("\n".join(answer.answer_lines(built)))
-    # the sync call's p99 is a headline verdict; its mean a description with its interval
+    # the sync call's own p99 and mean: descriptions, each with its 95 % interval
     for metric in ("lat_p99", "lat_mean"):
         c = rows[metric].comparison
         assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
         assert c.ratio_ci is not None and c.ratio_ci.low >= 2, (metric, c.ratio_ci)
-    assert rows["lat_p99"].is_verdict and not rows["lat_mean"].is_verdict
-    # a committer waits for its write too: slower, by less (write 2 ms at the cap)
-    commit = rows["commit_lat_mean"].comparison
-    assert commit is not None and commit.verdict is Verdict.WORSE, rows["commit_lat_mean"]
+    # a committer waits for its write too (2 ms at the disk's cap): the commit's p99, a
+    # headline, is "slower"; its mean slower by less (about 1.5-2x: the syncs/s verdict of
+    # the second boot was 1.41x [1.06, 1.88]), so only its ratio is asserted
+    p99 = rows["commit_lat_p99"]
+    assert p99.is_verdict and p99.comparison is not None, p99
+    assert p99.comparison.verdict is Verdict.WORSE, p99
+    mean = rows["commit_lat_mean"].comparison
+    assert rows["commit_lat_mean"].is_verdict and mean is not None and mean.ratio > 1.2, mean
     lines = answer.answer_lines(built)
-    title = next(i for i, t in enumerate(lines) if t.startswith("commit — p99 sync latency"))
+    title = next(i for i, t in enumerate(lines) if t.startswith("commit — p99 commit latency"))
     wb_line = next(line for line in lines[title:] if line.startswith("  wb "))
     assert "× slower [" in wb_line, wb_line
 

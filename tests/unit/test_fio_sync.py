@@ -197,3 +197,14 @@ def test_a_commit_of_several_writes_counts_them_all() -> None:
             (writes * job["write"]["lat_ns"]["mean"] + job["sync"]["lat_ns"]["mean"]) * 1e-9)
         assert one(path, "commit_lat_mean", job=f"sync.{i}").value == pytest.approx(
             1 / (one(path, "iops", job=f"sync.{i}").value or 1), rel=0.03)
+
+
+def test_the_commits_p99_is_at_least_the_slower_parts() -> None:
+    for path in sorted(FIO.glob("*/sync-f*.json")):
+        job = raw_job(path)
+        if "libaio" in path.name or "nj2" in path.name:
+            continue
+        sync = job["sync"]["lat_ns"]["percentile"]["99.000000"] * 1e-9
+        write = job["write"]["clat_ns"]["percentile"]["99.000000"] * 1e-9
+        found = one(path, "commit_lat_p99")
+        assert found.value == pytest.approx(max(sync, write)) and "at least" in found.note

@@ -13,12 +13,14 @@ A commit-bound case (one with a `sync:` mode, core/syncmode.py) is judged on wha
 committer waits for, not on its write rate:
 
 * a sync call every N writes (fsync, fdatasync): the mean commit latency (the N writes
-  and the sync: `commit_lat_mean`), the sync's p99 (the flush's tail: `lat_p99`) and
-  syncs per second (`iops`), all tagged op=sync (fio's `sync` section), lower or higher
-  is better as it should be; the write IOPS and bandwidth are shown beside them, not
-  judged. The mean is the commit's, not the sync call's alone: where writes are already
-  stable (NFS from a `sync` export) the fdatasync has nothing left to do and its own
-  latency would call the slowest committer the fastest (workloads/fiosync.py);
+  and the sync: `commit_lat_mean`), the commits' p99 as far as fio's output tells it (at
+  least the larger of the write's and the sync's p99: `commit_lat_p99`) and syncs per
+  second (`iops`), all tagged op=sync (fio's `sync` section), lower or higher is better
+  as it should be; the write IOPS and bandwidth are shown beside them, not judged, and
+  the sync call's own mean and p99 (`lat_mean`, `lat_p99`) are descriptions. Why the
+  commit's and not the sync call's: where writes are already stable (NFS from a `sync`
+  export) the fdatasync has nothing left to do, and its own latency would call the
+  slowest committer the fastest (workloads/fiosync.py);
 * O_DSYNC / O_SYNC writes: each write is a commit, so the write's p99 and mean latency
   (`clat_p99`, `lat_mean`) and its IOPS (commits per second).
 
@@ -38,7 +40,7 @@ from volbench.core import syncmode
 
 JOB_TIMES = ("real", "other")
 # What a committer waits for: the sync calls' (op=sync), or O_DSYNC writes' (op=write).
-SYNC_HEADLINES = ("commit_lat_mean", "lat_p99", "iops")
+SYNC_HEADLINES = ("commit_lat_mean", "commit_lat_p99", "iops")
 DSYNC_HEADLINES = ("clat_p99", "lat_mean", "iops")
 
 
@@ -64,8 +66,8 @@ def headline(name: str, tags: Mapping[str, str], params: Mapping[str, object]) -
 
 
 def commit_rank(name: str, tags: Mapping[str, str]) -> int | None:
-    """Where a commit-bound headline stands among its case's (mean commit latency, sync
-    p99, rate), None for others (they keep the report's metric order)."""
+    """Where a commit-bound headline stands among its case's (mean and p99 commit latency,
+    rate), None for others (they keep the report's metric order)."""
     heads = SYNC_HEADLINES if tags.get("op") == "sync" else None
     return heads.index(name) if heads and name in heads else None
 

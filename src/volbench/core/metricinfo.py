@@ -73,6 +73,7 @@ KNOWN: dict[str, MetricInfo] = {
     # commit-bound case (core/headline.py).
     "lat_p99": MetricInfo("p99 latency (per run)", False),
     "commit_lat_mean": MetricInfo("mean commit latency (writes + sync)", False),
+    "commit_lat_p99": MetricInfo("p99 commit latency, at least (per run)", False),
     "io_bytes": MetricInfo("bytes moved", None),
     "total_ios": MetricInfo("I/Os", None),
     "runtime": MetricInfo("runtime", None),
@@ -173,6 +174,7 @@ OP_LABELS = {
     ("sync", "lat_mean"): "mean sync latency",
     ("sync", "lat_p99"): "p99 sync latency (per run)",
     ("sync", "commit_lat_mean"): "mean commit latency (writes + sync)",
+    ("sync", "commit_lat_p99"): "p99 commit latency, at least (per run)",
 }
 
 

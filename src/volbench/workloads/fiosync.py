@@ -47,6 +47,8 @@ WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
 TIMED_ENGINES = ("psync", "sync", "pvsync", "pvsync2", "vsync", "io_uring")
 # The engine a case with a sync mode runs when the workload names none.
 ENGINE = "psync"
+COMMIT_P99 = ("at least: the larger of the write's and the sync's p99 (fio times them apart; "
+              "a commit waits for both)")
 UNTIMED = ("not measured: fio's libaio engine does not time its sync calls (fio before "
            "3.31 starts the clock after the call, 3.31 on at the write before it)")
 
@@ -205,12 +207,32 @@ def _commit_mean(job: Mapping[str, Any], count: int | None, sync_mean: float) ->
     return writes / count * float(stats["mean"]) * NS + sync_mean
 
 
+def _p99(stats: Any) -> float | None:
+    found = stats.get("percentile") if isinstance(stats, Mapping) else None
+    value = found.get("99.000000") if isinstance(found, Mapping) else None
+    return float(value) * NS if value is not None else None
+
+
+def _commit_p99(job: Mapping[str, Any], stats: Mapping[str, Any]) -> float | None:
+    """A lower bound of the commits' p99: a commit waits for its write and its sync, so it
+    takes at least as long as either, and p99(commit) >= max(p99(write), p99(sync)). fio
+    times the two apart (no percentile of their sum is in its output); the write's is its
+    completion latency (fio's default percentiles), itself below the write's whole time."""
+    write = job.get("write")
+    parts = [_p99(stats)]
+    if isinstance(write, Mapping):
+        parts.append(_p99(write.get("lat_ns")) or _p99(write.get("clat_ns")))
+    known = [p for p in parts if p is not None]
+    return max(known) if len(known) == 2 else None
+
+
 def metrics(job: Mapping[str, Any], tags: Mapping[str, str], engine: str
             ) -> tuple[list[Metric], list[Histogram]]:
     """op=sync metrics of one job entry: count (`total_ios`), syncs per second (`iops`),
     latency mean/min/max/stddev and percentiles (`lat_*`, s), the mean commit latency
-    (`commit_lat_mean`: the writes of a sync and the sync) and the json+ histogram
-    (`lat`); nothing when the job made no sync call."""
+    (`commit_lat_mean`: the writes of a sync and the sync), a lower bound of the commits'
+    p99 (`commit_lat_p99`) and the json+ histogram (`lat`); nothing when the job made no
+    sync call."""
     side = job.get(OP)
     stats = side.get("lat_ns") if isinstance(side, Mapping) else None
     if not isinstance(side, Mapping) or not isinstance(stats, Mapping):
@@ -238,6 +260,10 @@ def metrics(job: Mapping[str, Any], tags: Mapping[str, str], engine: str
     commit = _commit_mean(job, count, float(stats.get("mean", 0) or 0) * NS)
     if commit is not None:
         out.append(Metric("commit_lat_mean", commit if timed else None, "s", tags, note))
+    tail = _commit_p99(job, stats)
+    if tail is not None:
+        out.append(Metric("commit_lat_p99", tail if timed else None, "s", tags,
+                          note or COMMIT_P99))
     bins = stats.get("bins")
     hists = []
     if timed and isinstance(bins, Mapping) and bins:
