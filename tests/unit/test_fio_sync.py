@@ -208,3 +208,30 @@ def test_the_commits_p99_is_at_least_the_slower_parts() -> None:
         write = job["write"]["clat_ns"]["percentile"]["99.000000"] * 1e-9
         found = one(path, "commit_lat_p99")
         assert found.value == pytest.approx(max(sync, write)) and not found.note
+
+
+def test_sync_percentiles_merge_over_runs_and_reach_every_export(tmp_path: Path) -> None:
+    """Three runs of the captures as one case: the merged sync histogram's samples are every
+    sync of the three, and the CSV, JSON and HTML reports carry the op=sync figures."""
+    import json as jsonlib
+
+    from support import load, make_db
+    from volbench import report
+    from volbench.core.model import RunResult, Status
+    names = ["sync-fdatasync1-jsonplus.json", "sync-fsync1-jsonplus.json",
+             "sync-fdatasync1-libaio-jsonplus.json"]
+    runs = [RunResult("xfs", "commit", {"rw": "randwrite", "sync": "fdatasync:1"}, i,
+                      Status.OK, float(i), i + 1.0,
+                      parsed=fio.parse_json((FIO / "3.33" / name).read_text()))
+            for i, name in enumerate(names, 1)]
+    built = load(make_db(tmp_path / "s.db", runs))
+    (merged,) = [m for m in built.percentiles if m.tags.get("op") == "sync"]
+    counts = [raw_job(FIO / "3.33" / n)["sync"]["lat_ns"]["N"] for n in names[:2]]
+    assert merged.name == "lat" and merged.runs == 2 and merged.samples == sum(counts)
+    assert merged.value(99.0) is not None and merged.value(50.0) <= merged.value(99.0)
+    csv = report.render(built, "csv")
+    assert "commit_lat_mean" in csv and "{\"\"op\"\":\"\"sync\"\"}" in csv
+    data = jsonlib.loads(report.render(built, "json"))
+    assert any(p["tags"] == {"op": "sync"} for p in data["percentiles"])
+    html = report.render(built, "html")
+    assert "commit — syncs" in html and "sync latency percentiles — commit" in html
