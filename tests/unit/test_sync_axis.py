@@ -121,7 +121,8 @@ def test_a_mode_without_writes_is_refused(tmp_path: Path) -> None:
     text = refused(tmp_path, rw="randread", sync={"fdatasync": 1})
     assert "workloads[0].sync: applies to writes, and rw has none" in text
     text = refused(tmp_path, jobfile=__file__, sync="dsync")
-    assert "workloads[0].sync: sync: needs volbench's own job" in text
+    assert "workloads[0].sync: applies to volbench's own job (rw, bs, iodepth …), not to a " \
+        "job file" in text
 
 
 def test_dd_modes(tmp_path: Path) -> None:

@@ -109,13 +109,16 @@ def parse(r: Reader, name: str) -> FioSpec:
     options = r.get(OPTIONS)
     options_at = r.at("options")
     if r.has("jobfile"):
-        for key in ("load", "sla", "sync"):
+        for key in ("load", "sla"):
             if r.has(key):
                 r.raw(key)
-                r.problem(key, f"{'a load curve' if key != 'sync' else 'sync:'} needs "
-                          "volbench's own job (rw, bs, iodepth …)",
-                          "remove jobfile: or remove " + key
-                          + (" (a job file says its own fsync=…)" if key == "sync" else ""))
+                r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
+                          "remove jobfile: or remove " + key)
+        if r.has("sync"):
+            r.raw("sync")
+            r.problem("sync", "applies to volbench's own job (rw, bs, iodepth …), not to a "
+                      "job file", "remove sync: and write fsync=, fdatasync= or sync= in the "
+                      "job file, or remove jobfile:")
         path = fieldrules.absolute(r.get(JOBFILE), r.base)
         if not path.is_file():
             r.problem("jobfile", f"{path} is not a readable file",
