@@ -14,30 +14,35 @@ paired runs' medians.
 - `lvm25`: LVM linear over 25 disks of that write-back class: device-mapper sends each
   flush to every disk, 25 flushes per fdatasync.
 
-Measured in two boots (2026-11-28, 5 rounds each, the host at load 7-8 with other
-engineers' jobs and VMs): flushes per sync 0 / 1.00 / 25.00 exactly in every run; mean
-sync latency wt 27 and 44 µs, wb 1.76 and 1.87 ms, lvm25 5.03 and 6.02 ms; paired ratios
-by round wb/wt 44.6-75.9 (median 73) and 7.8-113 (median 55.5): the write-through sync is
-tens of µs of the emulated CPU, and spikes when the host is busy; lvm25/wb 1.68-4.03
-(median 3.1) and 2.95-3.46 (median 3.15). So the flushes follow the fan-out exactly, but
-the latency does not: a sync on 25 disks waited about 3 times as long as on one, not 25
-times; the 25 flushes run side by side (QEMU serves each disk's flush in a worker thread
-of its own; that the host's journal then commits their fdatasyncs together is likely, not
-measured). The report's verdicts, wb vs wt: mean 65.9×
-[44, 98.7] and 42.8× [8.15, 225] slower, p99 136× [33.8, 545] and 60.5× [5.7, 642].
+Measured in three boots (2026-11-28, 5 rounds each, the host at load 7-8, 7-8 and
+11-12 with other engineers' jobs and VMs): flushes per sync 0 / 1.00 / 25.00 (one run
+1.008, one 25.1) in every run; mean sync latency wt 27-44 µs, wb 1.76-1.87 ms, lvm25
+5.03-6.02 ms; paired ratios by round wb/wt 44.6-75.9 (median 73), 7.8-113 (55.5) and
+41.8-286 (127): the write-through sync is tens of µs of the emulated CPU and spikes when
+the host is busy; lvm25/wb 1.68-4.03 (median 3.1), 2.95-3.46 (3.15) and 1.81-4.40
+(2.51). So the flushes follow the fan-out exactly, but the latency does not: a sync on 25
+disks waited 2.5-3 times as long as on one, not 25 times; the 25 flushes run side by side
+(QEMU serves each disk's flush in a worker thread of its own; that the host's journal
+then commits their fdatasyncs together is likely, not measured). The report's
+comparisons of the sync call, wb vs wt: mean 65.9× [44, 98.7] and 42.8× [8.15, 225]
+slower, p99 136× [33.8, 545] and 60.5× [5.7, 642]. A committer also waits for its write
+(~2 ms at the cap, its tail stretched by the host's load): the headline mean commit
+latency 2.72× [1.26, 5.84] slower at load 11-12, the commits' p99 not decided there
+(the write-through commit's write p99 was 26 ms).
 
 Asserted, with that spread as the tolerance's basis:
 - flushes per sync: wt 0, wb within 1 ± 0.02, lvm25 within 25 ± 0.5 (an exact count);
 - wb vs wt: the report's comparisons of the sync call's p99 and mean are "slower" with
-  their whole interval at least 2× (lowest measured 5.7×), the paired median ratio of the
-  sync's mean at least 10 (lowest measured 55.5); the headline verdict on the commit's
-  p99 (write and sync; the write ~2 ms at the disk's cap) is "slower", and the commit's
-  mean at least 1.2× the write-through one's;
+  their whole 95 % interval at least 2× (lowest measured 5.7×), and say so in the
+  details table; the paired median ratio of the sync's mean at least 10 (lowest
+  measured 55.5); the commit's headline figures (mean, p99) at least 1.2× the
+  write-through ones' (their point ratio: the write they share narrows the gap);
 - lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
   flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
-  overlap; highest round 4.03).
+  overlap; highest round 4.40).
 
-The step takes 272 s of the shared boot at load 7-8 (the boot itself: 27 more disks).
+The step takes 272 s of the shared boot at load 7-8 and 336 s at load 11-12 (with the
+boot's 27 more disks).
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ from typing import Any
 import pytest
 
 from support import load
+from volbench import report
 from volbench.core.model import RunResult
 from volbench.report import answer
+from volbench.report.options import ReportOptions
 from volbench.stats import Verdict
 from volbench.store.db import Store
 
@@ -137,18 +144,16 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
         c = rows[metric].comparison
         assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
         assert c.ratio_ci is not None and c.ratio_ci.low >= 2, (metric, c.ratio_ci)
-    # a committer waits for its write too (2 ms at the disk's cap): the commit's p99, a
-    # headline, is "slower"; its mean slower by less (about 1.5-2x: the syncs/s verdict of
-    # the second boot was 1.41x [1.06, 1.88]), so only its ratio is asserted
-    p99 = rows["commit_lat_p99"]
-    assert p99.is_verdict and p99.comparison is not None, p99
-    assert p99.comparison.verdict is Verdict.WORSE, p99
-    mean = rows["commit_lat_mean"].comparison
-    assert rows["commit_lat_mean"].is_verdict and mean is not None and mean.ratio > 1.2, mean
-    lines = answer.answer_lines(built)
-    title = next(i for i, t in enumerate(lines) if t.startswith("commit — p99 commit latency"))
-    wb_line = next(line for line in lines[title:] if line.startswith("  wb "))
-    assert "× slower [" in wb_line, wb_line
+    # a committer waits for its write too (~2 ms at the disk's cap, with a tail the host's
+    # load stretches: the write-through commit's p99 was 26 ms at load 12), so its headline
+    # figures differ by less and only their direction is asserted
+    for metric in ("commit_lat_mean", "commit_lat_p99"):
+        c = rows[metric].comparison
+        assert rows[metric].is_verdict and c is not None and c.ratio > 1.2, (metric, c)
+    table = report.render(built, "table", ReportOptions(details=True))
+    line = next(t for t in table.splitlines() if t.startswith("wb ") and " lat_mean " in t
+                and " sync " in t and "secondary" in t)
+    assert "secondary, not a verdict: ×" in line, line  # "×42.8 [×8.15, ×225]": ≥ 2×
 
 
 @pytest.mark.lab
