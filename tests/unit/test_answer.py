@@ -236,7 +236,9 @@ def test_a_commit_bound_case_answers_with_sync_latency_and_rate(tmp_path: Path) 
     assert rate[0].startswith("  one") and "baseline" in rate[0] and "(writes " in rate[0]
     assert rate[1].startswith("  lvm25") and "slower" in rate[1] and "(writes " in rate[1]
     p99 = lines[lines.index(titles[1]) + 2]
-    assert p99.startswith("  lvm25") and "4× slower" in p99
+    assert p99.startswith("  lvm25") and "4× slower" in p99 and "(sync p99 8" in p99
+    mean = lines[lines.index(titles[0]) + 2]  # the sync call beside the commit's mean
+    assert mean.startswith("  lvm25") and mean.endswith("(sync 2.04 ms)"), mean
     assert not any("write IOPS" in line for line in lines)
     from volbench.report.options import ReportOptions
     details = report.render(load(tmp_path / "c.db"), "table", ReportOptions(details=True))

@@ -209,17 +209,25 @@ def _fit(line: str, width: int, indent: int = 4, most: int = 2) -> list[str]:
     return [*out, rest]
 
 
+# Figures shown beside a commit-bound case's headlines, not judged (core/headline.py):
+# the write IOPS beside its syncs/s, the sync call's own latency beside the commit's.
+BESIDE = {"iops": ("iops", "write", "writes"), "commit_lat_mean": ("lat_mean", "sync", "sync"),
+          "commit_lat_p99": ("lat_p99", "sync", "sync p99")}
+
+
 def beside(report: Report, s: CaseSummary) -> str:
-    """The write IOPS beside a commit-bound case's syncs/s ("writes 1309 op/s"): shown
-    with it, not judged (core/headline.py); "" for any other figure."""
-    if s.metric != "iops" or s.tags.get("op") != "sync":
+    """The figure shown beside a commit-bound case's headline ("(writes 1309 op/s)",
+    "(sync 28 µs)"): shown with it, not judged; "" for any other figure."""
+    shown = BESIDE.get(s.metric) if s.tags.get("op") == "sync" else None
+    if shown is None:
         return ""
-    tags, key = {**s.tags, "op": "write"}, params_key(s.params)
+    metric, op, words = shown
+    tags, key = {**s.tags, "op": op}, params_key(s.params)
     for w in report.summaries:
-        if (w.target, w.workload, w.metric) == (s.target, s.workload, "iops") \
+        if (w.target, w.workload, w.metric) == (s.target, s.workload, metric) \
                 and dict(w.tags) == tags and params_key(w.params) == key:
             fig = geometric_figure(w.values)
-            return f"(writes {format_value(fig.centre, w.unit)})" if fig else ""
+            return f"({words} {format_value(fig.centre, w.unit)})" if fig else ""
     return ""
 
 
