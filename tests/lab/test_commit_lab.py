@@ -14,35 +14,35 @@ paired runs' medians.
 - `lvm25`: LVM linear over 25 disks of that write-back class: device-mapper sends each
   flush to every disk, 25 flushes per fdatasync.
 
-Measured in three boots (2026-11-28, 5 rounds each, the host at load 7-8, 7-8 and
-11-12 with other engineers' jobs and VMs): flushes per sync 0 / 1.00 / 25.00 (one run
-1.008, one 25.1) in every run; mean sync latency wt 27-44 µs, wb 1.76-1.87 ms, lvm25
-5.03-6.02 ms; paired ratios by round wb/wt 44.6-75.9 (median 73), 7.8-113 (55.5) and
-41.8-286 (127): the write-through sync is tens of µs of the emulated CPU and spikes when
-the host is busy; lvm25/wb 1.68-4.03 (median 3.1), 2.95-3.46 (3.15) and 1.81-4.40
-(2.51). So the flushes follow the fan-out exactly, but the latency does not: a sync on 25
-disks waited 2.5-3 times as long as on one, not 25 times; the 25 flushes run side by side
-(QEMU serves each disk's flush in a worker thread of its own; that the host's journal
+Measured in four boots (2026-11-28, 5 rounds each, the host at load 7-12 with other
+engineers' jobs and VMs): flushes per sync 0 on wt in every run, 1.000-1.019 on wb and
+25.000-25.097 on lvm25 (one flush per sync and disk, plus the filesystem's own log work);
+mean sync latency wt 27-44 µs, wb 1.65-1.87 ms, lvm25 4.8-6.02 ms; paired ratios by round
+wb/wt 44.6-75.9 (median 73), 7.8-113 (55.5), 41.8-286 (127) and 21.8-222 (47.5): the
+write-through sync is tens of µs of the emulated CPU and spikes when the host is busy;
+lvm25/wb 1.68-4.03 (median 3.1), 2.95-3.46 (3.15), 1.81-4.40 (2.51) and 1.93-4.97
+(2.76). So the flushes follow the fan-out exactly, but the latency does not: a sync on 25
+disks waited 2.5-3.2 times as long as on one, not 25 times; the 25 flushes run side by
+side (QEMU serves each disk's flush in a worker thread of its own; that the host's journal
 then commits their fdatasyncs together is likely, not measured). The report's
-comparisons of the sync call, wb vs wt: mean 65.9× [44, 98.7] and 42.8× [8.15, 225]
-slower, p99 136× [33.8, 545] and 60.5× [5.7, 642]. A committer also waits for its write
+comparisons of the sync call, wb vs wt: mean 65.9× [44, 98.7], 42.8× [8.15, 225] and
+55.4× [25.7, 119] slower, p99 136× [33.8, 545], 60.5× [5.7, 642] and 180× [49.8, 651]. A committer also waits for its write
 (~2 ms at the cap, its tail stretched by the host's load): the headline mean commit
-latency 2.72× [1.26, 5.84] slower at load 11-12, the commits' p99 not decided there
-(the write-through commit's write p99 was 26 ms).
+latency wb vs wt 2.72× [1.26, 5.84] slower at load 11-12, not decided in the fourth boot
+(1.5×, -56 % to +408 %), the commits' p99 not decided in either.
 
 Asserted, with that spread as the tolerance's basis:
-- flushes per sync: wt 0, wb within 1 ± 0.02, lvm25 within 25 ± 0.5 (an exact count);
+- flushes per sync: wt 0, wb 0.99-1.05, lvm25 0.99-1.05 × 25;
 - wb vs wt: the report's comparisons of the sync call's p99 and mean are "slower" with
   their whole 95 % interval at least 2× (lowest measured 5.7×), and say so in the
   details table; the paired median ratio of the sync's mean at least 10 (lowest
-  measured 55.5); the commit's headline figures (mean, p99) at least 1.2× the
+  measured 47.5); the commit's headline figures (mean, p99) at least 1.2× the
   write-through ones' (their point ratio: the write they share narrows the gap);
 - lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
   flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
-  overlap; highest round 4.40).
+  overlap; highest round 4.97).
 
-The step takes 272 s of the shared boot at load 7-8 and 336 s at load 11-12 (with the
-boot's 27 more disks).
+The step takes 237-336 s of the shared boot at load 7-12 (with the boot's 27 more disks).
 """
 
 from __future__ import annotations
@@ -123,9 +123,11 @@ def test_each_sync_flushes_once_per_write_back_disk(commit_db: Path) -> None:
     per = {t: [flushes_per_sync(runs[(t, n)]) for n in range(1, ROUNDS + 1)]
            for t in ("wt", "wb", "lvm25")}
     print("flushes per sync", per)
+    # exactly one flush per sync and disk; the filesystem's own log work adds a few
+    # (measured up to +1.9 % on wb, +0.4 % on lvm25); write-through disks never flush
     assert all(f == 0 for f in per["wt"]), per
-    assert all(f == pytest.approx(1, abs=0.02) for f in per["wb"]), per
-    assert all(f == pytest.approx(FANOUT, abs=0.5) for f in per["lvm25"]), per
+    assert all(0.99 <= f <= 1.05 for f in per["wb"]), per
+    assert all(0.99 * FANOUT <= f <= 1.05 * FANOUT for f in per["lvm25"]), per
 
 
 @pytest.mark.lab
