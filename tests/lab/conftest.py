@@ -59,6 +59,7 @@ from test_precondition_lab import EXPERIMENT as PRECONDITION
 from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
 
+import hostload
 from support import TESTS, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
 from volbench.engine import experiment
@@ -98,7 +99,11 @@ for step in steps:
     for file in (f"{name}.db", f"{name}-report.md"):
         if "script" not in step and Path("/srv", file).exists():
             shutil.copyfile(Path("/srv", file), out / file)
-    done[name] = {"code": code, "seconds": time.monotonic() - started}
+    # Wall-clock times too: the host's load during each step goes into the message of a
+    # test that fails on it (tests/hostload.py; the guest's clock is the host's, from QEMU).
+    done[name] = {"code": code, "seconds": time.monotonic() - started,
+                  "ended_at": time.time()}
+    done[name]["started_at"] = done[name]["ended_at"] - done[name]["seconds"]
     (out / "steps.json").write_text(json.dumps(done, indent=1))
     print(f"== step {name}: exit {code} in {done[name]['seconds']:.0f} s", flush=True)
 """
@@ -187,6 +192,9 @@ def shared_boot(request: pytest.FixtureRequest,
     assert list(work.iterdir()) == []
     work.rmdir()
     steps = json.loads((out / "steps.json").read_text())
+    for name, step in steps.items():
+        hostload.add_window(STEP_FILES[name], f"lab step {name}", step["started_at"],
+                            step["ended_at"])
     print(f"shared lab boot: guest booted in {result.boot_seconds} s, VM {result.elapsed:.0f} s; "
           + ", ".join(f"{n} {s['seconds']:.0f} s (exit {s['code']})" for n, s in steps.items()))
     (out / "console.log").write_text(result.console)
