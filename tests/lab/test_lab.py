@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import LAB_EXPERIMENT as EXPERIMENT
 from support import need, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, WRITE_BACK, DiskClass
@@ -132,7 +133,8 @@ def test_lab_disks_run_at_their_class_cap(lab_run: dict[str, Any]) -> None:
         (iops,) = [
             m.value for m in runs[name].metrics if m.name == "iops" and m.tags.get("op") == "read"
         ]
-        assert iops is not None and abs(iops - cap) <= 0.03 * cap, (name, iops, cap)
+        assert iops is not None
+        within(f"lab class cap: {name} (op/s)", iops, low=0.97 * cap, high=1.03 * cap)
 
 
 @pytest.mark.lab
@@ -251,7 +253,7 @@ def test_guard_refuses_pv_lv_holder_and_md_in_the_lab(guard_in_lab: dict[str, An
 def test_guest_drops_caches_and_throttles_with_blkio(guard_in_lab: dict[str, Any]) -> None:
     checks, result = guard_in_lab["checks"], guard_in_lab["result"]
     assert checks["drop_caches"] == "ok"
-    assert abs(checks["blkio_iops"] - 300) <= 0.05 * 300, checks["blkio_iops"]
+    within("lab blkio cap 300 (op/s)", checks["blkio_iops"], low=0.95 * 300, high=1.05 * 300)
     assert result.modules_missing == ()
     assert result.boot_seconds is not None and 0 < result.boot_seconds < result.elapsed
 
@@ -265,7 +267,8 @@ def test_write_through_class_sends_no_flushes(guard_in_lab: dict[str, Any]) -> N
     assert through["write_cache"] == "write through" and through["flushes"] == 0
     assert checks["lv_write_cache"] == "write through"
     # with no flushes to wait for, fsync-per-write runs at the class's cap
-    assert abs(through["iops"] - 500) <= 0.05 * 500, through
+    within("lab write-through fsync per write (op/s)", through["iops"], low=0.95 * 500,
+           high=1.05 * 500, reference=str(through))
 
 
 @pytest.mark.lab

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import need_lab
 from volbench.lab import LabDisk, LabSpec, run_in_vm
 from volbench.store.db import Store
@@ -264,13 +265,15 @@ def test_every_layout_is_built_and_used(stacks: dict[str, Any]) -> None:
     }
     assert checks["run_code"] == 0
     plain = iops(runs["plain"])
-    assert abs(plain - 500) < 0.05 * 500, plain  # one standard disk (cap 500)
+    within("stacks: plain standard disk (op/s)", plain, low=0.95 * 500, high=1.05 * 500)
     # The 32 MiB file sits on the span's first disk; stripes and RAID0 use both disks.
-    assert 0.85 < iops(runs["span"]) / plain < 1.15
+    # Paired: each layout against the plain disk of the same boot.
+    within("stacks: span over plain", iops(runs["span"]) / plain, low=0.85, high=1.15)
     for name in ("striped", "raid0", "raid1"):
-        assert iops(runs[name]) / plain > 1.7, (name, iops(runs[name]))
+        within(f"stacks: {name} over plain", iops(runs[name]) / plain, low=1.7,
+               reference=f"plain {plain:.0f} op/s")
     for name in ("thin", "pool", "snap", "nfs4", "nfs3", "lio", "tgt", "img"):
-        assert iops(runs[name]) > 100, (name, iops(runs[name]))
+        within(f"stacks: {name} (op/s)", iops(runs[name]), low=100)
 
 
 @pytest.mark.lab
