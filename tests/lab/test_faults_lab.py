@@ -191,8 +191,12 @@ def thin_exhausted(runs) -> None:  # type: ignore[no-untyped-def]
     events = recorded["events"]
     print("thin exhaust:", {k: v for k, v in got.items() if k[1]}, events,
           recorded["samples"][:12])
-    assert [(e["action"], e["phase"], e["error"]) for e in events] == [
-        ("exhaust", "exhaust", None), ("free", "after", None)]
+    # `free` is asked for at 20 s, but it waits for exhaust's own LVM steps: they took 20 s
+    # in a loaded VM, and more than 25 s on a busy machine with a second VM beside it
+    # (2026-11-28: `free` began after fio's 30 s, at the run's teardown). What is judged
+    # does not depend on when: ENOSPC while full, the pool writable again, nothing lost.
+    assert [(e["action"], e["error"]) for e in events] == [("exhaust", None), ("free", None)]
+    assert events[0]["phase"] == "exhaust" and events[1]["phase"] in ("after", "teardown")
     assert events[0]["facts"]["when_full"] == "error_if_no_space"
     pools = [s["thin_pool"] for s in recorded["samples"] if s.get("thin_pool")]
     assert any(p["free_chunks"] == 0 for p in pools), pools  # the pool was full
