@@ -189,6 +189,8 @@ def shared_boot(request: pytest.FixtureRequest,
     result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=5400,
                        workdir=work)
     assert result.returncode == 0, result.console[-4000:]
+    # Every folder of the guest's cached view of the host's files was mounted (lab/guest.py).
+    assert not (out / ".lab" / "uncached").exists(), (out / ".lab" / "uncached").read_text()
     assert list(work.iterdir()) == []
     work.rmdir()
     steps = json.loads((out / "steps.json").read_text())
