@@ -44,11 +44,9 @@ from volbench.remote.hosts import HostSpec, parse_hosts
 from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
-from volbench.targets.multihost import bind_hosts
 from volbench.targets.precondition import problems as precondition_problems
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import WorkloadSpec
-from volbench.workloads.pgbench_hosts import bind_client_hosts
 
 ORDERS = ("interleaved", "shuffled", "sequential")
 DEFAULT_WORKDIR = Path("/var/tmp/volbench")
@@ -267,8 +265,16 @@ def parse_document(document: Any, source: str = "experiment",
     targets, names = _targets(r, problems)
     workloads = _workloads(r)
     hosts = parse_hosts(r)
-    targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
-    workloads = bind_client_hosts(workloads, hosts, problems)
+    # Each binding only acts on its own kind (hosts targets; pgbench's clients_from), so a
+    # file with neither does not import them (start-up: docs/architecture.md).
+    if any(t.type == "hosts" for t in targets):
+        from volbench.targets.multihost import bind_hosts
+
+        targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
+    if any(getattr(w, "clients_from", ()) for w in workloads):
+        from volbench.workloads.pgbench_hosts import bind_client_hosts
+
+        workloads = bind_client_hosts(workloads, hosts, problems)
     repeat = _repeat(r)
     baseline = r.text("baseline", "") or None
     if baseline is not None and names and baseline not in names:
