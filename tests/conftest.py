@@ -26,10 +26,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wrong = []
     for item in items:
         folder = Path(str(item.path)).parent.name
-        if (why := folder_problem(folder, {m.name for m in item.iter_markers()})) is not None:
+        markers = {m.name for m in item.iter_markers()}
+        if (why := folder_problem(folder, markers)) is not None:
             wrong.append(f"{item.nodeid}: {why}")
+        # The quick loop (scripts/test --quick) runs everything not marked slow in
+        # seconds; a property test draws its examples for seconds: CI runs those.
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False) \
+                and "slow" not in markers:
+            wrong.append(f"{item.nodeid}: a property test (hypothesis) is slow: mark it "
+                         "@pytest.mark.slow")
     if wrong:
-        raise pytest.UsageError("tests in the wrong folder:\n" + "\n".join(wrong))
+        raise pytest.UsageError("tests in the wrong folder or without their marker:\n"
+                                + "\n".join(wrong))
     for item in items:
         if item.get_closest_marker("root") and os.geteuid() != 0:
             if STRICT:
