@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 # One PostgreSQL server for every store test of the session (tests/pgstore.py).
+import schemacheck
 from pgstore import pg_server, pg_url  # noqa: F401
 from support import STRICT, folder_problem, leftovers
+from volbench.config import fields
 from volbench.system.block import devices
 
 
@@ -52,6 +54,32 @@ def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
     # Eight loop devices for the whole machine: wait for a free one instead of failing.
     monkeypatch.setenv(devices.LOOP_WAIT_ENV, "600")
+
+
+@pytest.fixture(autouse=True)
+def _declared_fields() -> Iterator[None]:
+    """Every field validation reads is declared (config/spec.py): `volbench schema` is
+    derived from the declarations, so an undeclared one is a field the schema lacks. And
+    every bad value volbench refuses for its type, choice or bound, the schema refuses
+    too (tests/schemacheck.py)."""
+    fields.undeclared.clear()
+    problems: list[schemacheck.Seen] = []
+
+    def watch(reader: fields.Reader, key: str | int, message: str) -> None:
+        if (found := schemacheck.seen(reader, key, message)) is not None:
+            problems.append(found)
+
+    fields.Reader.watch = watch
+    try:
+        yield
+    finally:
+        fields.Reader.watch = None
+    found = list(dict.fromkeys(fields.undeclared))
+    fields.undeclared.clear()
+    assert not found, ("fields read without a declaration, so `volbench schema` does not "
+                       f"know them: {found}; declare each beside the code that reads it")
+    missed = list(dict.fromkeys(m for p in problems if (m := schemacheck.missed(p))))
+    assert not missed, "the schema lets pass what volbench refuses:\n" + "\n".join(missed)
 
 
 @pytest.fixture

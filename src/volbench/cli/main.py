@@ -214,6 +214,15 @@ def _emit(text: str, output: Path | None) -> None:
     print(f"wrote {output}")
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from volbench.engine.schema import schema
+
+    _emit(json.dumps(schema(), indent=1, ensure_ascii=False) + "\n", args.output)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from volbench import report
     from volbench.cli import storecmds
@@ -522,6 +531,9 @@ def parser() -> argparse.ArgumentParser:
                  "type or workload tool takes: defaults, choices, bounds")
     fields.add_argument("kind", nargs="?", metavar="KIND",
                         help="a target type or workload tool (default: list them)")
+    schema = add("schema", cmd_schema, "the experiment file as a JSON Schema, for editors "
+                 "(docs/experiments.md, \"Editors\")")
+    schema.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     from volbench.cli import storecmds
 
     storecmds.add_commands(add)
