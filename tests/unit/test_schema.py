@@ -246,3 +246,24 @@ def test_what_the_schema_cannot_say_is_refused_by_volbench_only(entry: Any) -> N
     assert any(m.startswith(entry.message) for m in messages), messages
     assert _validator().is_valid(entry.sample)
     assert entry.why
+
+
+def test_no_enum_repeats_a_value() -> None:
+    """The YAML language server refuses a schema whose enum repeats a value ("4" and
+    "4.0" of NFS's versions, as numbers, were 4 twice): tests/system/test_editor_schema.py
+    reads the schema with the real server."""
+    def enums(node: Any) -> Iterator[list[Any]]:
+        if isinstance(node, dict):
+            if isinstance(node.get("enum"), list):
+                yield node["enum"]
+            for value in node.values():
+                yield from enums(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from enums(value)
+
+    found = list(enums(schema()))
+    assert len(found) > 20
+    for values in found:
+        assert len({json.dumps(v) if not isinstance(v, float | int) or isinstance(v, bool)
+                    else float(v) for v in values}) == len(values), values

@@ -103,13 +103,16 @@ def json_default(value: Any) -> Any:
 
 def choices_schema(choices: Sequence[str]) -> dict[str, Any]:
     """Text choices; a choice that YAML reads as a number (version: 4.2) may be one."""
-    found: list[Any] = list(choices)
+    found: list[Any] = list(dict.fromkeys(choices))
+    numbers: list[float] = []
     for choice in choices:
         try:
             number = float(choice)
         except ValueError:
             continue
-        found.append(int(number) if number.is_integer() and "." not in choice else number)
+        if number not in numbers:  # "4" and "4.0" are one number: an enum repeats nothing
+            numbers.append(number)
+            found.append(int(number) if number.is_integer() and "." not in choice else number)
     return {"enum": found}
 
 

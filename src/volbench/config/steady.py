@@ -42,8 +42,10 @@ SS_SECONDS = "ss_seconds"
 # 1 when the window's level drifts beyond its noise (stats.steady.level_check), else 0.
 SS_DRIFT = "ss_drift"
 # A share as `share` below takes it (`volbench schema`).
+# Written as a percentage: more than 0 (a digit other than 0) and below 100 (two digits).
 SHARE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-                   {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*%\s*$"}]}
+                   {"type": "string",
+                    "pattern": r"^(?=[^1-9]*[1-9])\s*0*[0-9]?[0-9](\.[0-9]+)?\s*%\s*$"}]}
 WITHIN_FIELD = Text("within", "rounds", choices=WITHIN,
                     help="rounds: the rule over each case's runs; run: inside each fio run")
 METRIC = Text("metric", "iops", help="the metric held steady (within: run: iops or bw)")
