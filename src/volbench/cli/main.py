@@ -41,7 +41,7 @@ def _load(file: Path | None, paths_from: Path | None = None
 
 def cmd_run(args: argparse.Namespace) -> int:
     from volbench import report
-    from volbench.cli.progress import TerminalProgress
+    from volbench.cli.progress import progress_for
     from volbench.engine.runner import run_experiment
     from volbench.store import location
     from volbench.store.db import Store
@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if note:
         print(f"note: {note}", file=sys.stderr)
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
-                             repetitions=args.runs, progress=TerminalProgress(quiet=args.quiet),
+                             repetitions=args.runs, progress=progress_for(args.quiet),
                              retry_failed=args.retry_failed, take_over=args.take_over)
     out = location.sibling(args.db, "-report.md")
     with Store(args.db) as store:
@@ -327,6 +327,7 @@ def _echo(text: str) -> None:
 def cmd_lab_run(args: argparse.Namespace) -> int:
     from volbench import report
     from volbench.cli import storecmds
+    from volbench.cli.progress import TerminalProgress
     from volbench.engine import experiment
     from volbench.engine.runner import signals_raise
     from volbench.lab.labrun import run_experiment_in_lab
@@ -339,10 +340,18 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     exp = experiment.load(args.file)
     with storecmds.LabResults(args.db, args.workdir) as results:
         results.start(exp.spec_hash, args.resume or args.retry_failed)
+        # The guest's progress drawn here; on a terminal its console goes above the live
+        # line, else to stdout as before.
+        progress = TerminalProgress(quiet=args.quiet)
+        echo = progress.write if progress.tty else _echo
         with signals_raise():
-            outcome = run_experiment_in_lab(args.file, db=results.file, cli_args=extra,
-                                            workdir=args.workdir, timeout=args.timeout,
-                                            on_output=None if args.quiet else _echo)
+            try:
+                outcome = run_experiment_in_lab(
+                    args.file, db=results.file, cli_args=extra, workdir=args.workdir,
+                    timeout=args.timeout, on_output=None if args.quiet else echo,
+                    on_progress=progress.event)
+            finally:
+                progress.end()
         boot = outcome.result.boot_seconds or 0.0
         print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
               f"console in {outcome.console_log}")

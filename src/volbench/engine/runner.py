@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,11 +66,15 @@ class Progress(Protocol):
     begin, then run_started/run_finished per run (more when adaptive repetition adds
     runs, note at any time), then end, also after an interruption."""
 
-    def begin(self, total: int, estimate_s: float) -> None:
-        """The runs planned and their expected seconds, before the first run."""
+    def begin(self, total: int, estimate_s: float,
+              per_run: Callable[[PlannedRun], float] | None = None,
+              upto_s: float = 0.0) -> None:
+        """The runs planned and their expected seconds, before the first run; `per_run`
+        gives one run's planned seconds, `upto_s` what adaptive rounds may add at most."""
 
-    def more(self, runs: int) -> None:
-        """Adaptive repetition added this many runs to the total."""
+    def more(self, runs: int, estimate_s: float = 0.0, upto_s: float | None = None) -> None:
+        """Adaptive repetition added `runs` planned at `estimate_s` seconds; `upto_s`: what
+        later rounds may still add (0 once every comparison is decided)."""
 
     def run_started(self, run: PlannedRun) -> None:
         """A run is about to start."""
@@ -88,10 +92,12 @@ class Progress(Protocol):
 class NoProgress:
     """A Progress that shows nothing (library use, `--quiet` paths, tests)."""
 
-    def begin(self, total: int, estimate_s: float) -> None:
+    def begin(self, total: int, estimate_s: float,
+              per_run: Callable[[PlannedRun], float] | None = None,
+              upto_s: float = 0.0) -> None:
         """Shows nothing."""
 
-    def more(self, runs: int) -> None:
+    def more(self, runs: int, estimate_s: float = 0.0, upto_s: float | None = None) -> None:
         """Shows nothing."""
 
     def run_started(self, run: PlannedRun) -> None:
@@ -452,6 +458,7 @@ class Session:
             todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
                                     exp.repeat.metrics, design)
             if not todo:
+                self.progress.more(0, upto_s=0.0)
                 self.progress.note(f"every comparison decided after {repetition - 1} rounds")
                 return
             wanted = {(p.target, p.workload, p.params_key) for p in todo}
@@ -460,8 +467,9 @@ class Session:
                     (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
             self.progress.note(f"round {repetition}: {len(todo)} comparison(s) undecided, "
                                f"{len(runs)} more run(s)")
-            self.progress.more(len(runs))
+            self._more(runs, exp.repeat.max - repetition)
             self._run_all(runs, built, done)
+        self.progress.more(0, upto_s=0.0)
         if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
                             exp.repeat.metrics, design):
             self.progress.note(f"some comparisons are still undecided after repeat.max = "
@@ -469,12 +477,19 @@ class Session:
                                "would need")
 
 
+    def _more(self, runs: list[PlannedRun], rounds_after: int) -> None:
+        """Tell the progress of an adaptive round's runs, and that as many may follow in
+        each round still allowed (the worst case: nothing decided until repeat.max)."""
+        seconds = sum(self.plan.run_estimate(r) for r in runs)
+        self.progress.more(len(runs), seconds, upto_s=seconds * max(0, rounds_after))
+
     def _until_steady(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
                       start: int, spec: SteadySpec) -> None:
         """Extra rounds for each target's cases until the SNIA rule holds (steadyrounds)."""
         for repetition in range(start + 1, self.exp.repeat.max + 1):
             todo = unsteady(self.store.runs([self.id]), spec)
             if not todo:
+                self.progress.more(0, upto_s=0.0)
                 self.progress.note(f"every case steady after {repetition - 1} rounds")
                 return
             wanted = {(p.target, p.workload, p.params_key) for p in todo}
@@ -482,8 +497,9 @@ class Session:
                     (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
             self.progress.note(f"round {repetition}: {len(todo)} case(s) not steady yet, "
                                f"{len(runs)} more run(s)")
-            self.progress.more(len(runs))
+            self._more(runs, self.exp.repeat.max - repetition)
             self._run_all(runs, built, done)
+        self.progress.more(0, upto_s=0.0)
         if unsteady(self.store.runs([self.id]), spec):
             self.progress.note(f"some cases are still not steady after repeat.max = "
                                f"{self.exp.repeat.max} rounds; the report names them")
@@ -561,7 +577,11 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
     store.set_status(experiment_id, "running")
     n = repetitions if repetitions is not None else exp.repeat.min
     todo = [r for r in plan.runs(n) if r.run_key not in done]
-    progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+    # Adaptive repetition may add up to repeat.max rounds: at most a round's runs each.
+    upto = 0.0
+    if exp.repeat.adaptive and repetitions is None:
+        upto = sum(plan.run_estimate(r) for r in plan.round(n + 1)) * (exp.repeat.max - n)
+    progress.begin(len(todo), sum(plan.run_estimate(r) for r in todo), plan.run_estimate, upto)
     status = "failed"
     interruption: Interrupted | None = None
     with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:

@@ -37,6 +37,9 @@ VERSION_ARGS: dict[str, list[str]] = {
 # The lab's guest script exports this, so a `volbench run` inside the VM records the lab's
 # disks. It lives here, not in lab/, because the engine asks it and must not import the lab.
 INSIDE_LAB = "VOLBENCH_LAB"
+# In the lab's guest: the file `volbench run` writes its progress to, as JSON lines, for
+# the host to draw on its own terminal (cli/progress.py; lab/guest.py sets it).
+PROGRESS_EVENTS = "VOLBENCH_PROGRESS_EVENTS"
 
 # Tools whose only version source is the Debian package.
 PACKAGE_ONLY = {"bonnie++": "bonnie++", "targetcli": "targetcli-fb", "tgtd": "tgt"}
