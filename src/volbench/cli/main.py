@@ -40,7 +40,6 @@ def _load(file: Path | None, paths_from: Path | None = None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from volbench import report
     from volbench.cli.progress import progress_for
     from volbench.engine.runner import run_experiment
     from volbench.store import location
@@ -52,6 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
                              repetitions=args.runs, progress=progress_for(args.quiet),
                              retry_failed=args.retry_failed, take_over=args.take_over)
+    from volbench import report  # once the runs are done: not before the first run starts
+
     out = location.sibling(args.db, "-report.md")
     with Store(args.db) as store:
         rep = _report_for(store, [outcome.experiment_id])
@@ -70,7 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from volbench import targets
     from volbench.core.units import format_duration, format_size
     from volbench.engine.plan import closure, make_plan
-    from volbench.engine.runner import preflight
+    from volbench.engine.preflight import preflight
     from volbench.system.proc import command_line
     from volbench.targets import precondition
     from volbench.workloads import KINDS as WORKLOAD_KINDS

@@ -41,7 +41,6 @@ from volbench.core.errors import ExperimentError, Problem
 from volbench.core.model import digest
 from volbench.engine import filefields as F
 from volbench.engine.filefields import DEFAULT_WORKDIR as DEFAULT_WORKDIR
-from volbench.faults.check import problems as fault_problems
 from volbench.remote.hosts import HostSpec, parse_hosts
 from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
@@ -307,8 +306,12 @@ def parse_document(document: Any, source: str = "experiment",
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
-    problems += fault_problems(experiment.targets, experiment.workloads,
-                               [d.by_id for d in experiment.lab.disks] if experiment.lab else [])
+    if any(w.faults for w in experiment.workloads):  # the fault kinds load only then
+        from volbench.faults.check import problems as fault_problems
+
+        problems += fault_problems(experiment.targets, experiment.workloads,
+                                   [d.by_id for d in experiment.lab.disks]
+                                   if experiment.lab else [])
     _size_problems(r, experiment)
     r.finish()
     if problems:

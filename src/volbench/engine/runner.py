@@ -22,12 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench.config import pathcheck
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import (
-    ExperimentError,
     Interrupted,
-    Problem,
     ResourceError,
     StoreError,
     VolbenchError,
@@ -36,9 +33,13 @@ from volbench.core.errors import (
 from volbench.core.model import RunResult, Status, canonical_json
 from volbench.engine import adaptive, curves
 from volbench.engine.execution import measure, prepare_rundir, run_invocation, write_files
-from volbench.engine.experiment import Experiment, root_problems
+from volbench.engine.experiment import Experiment
 from volbench.engine.faultrun import FaultRun, bind
 from volbench.engine.plan import Group, Plan, PlannedRun, closure, make_plan
+from volbench.engine.preflight import confinement_problems as confinement_problems
+from volbench.engine.preflight import preflight as preflight
+from volbench.engine.preflight import program_versions as program_versions
+from volbench.engine.preflight import required_tools
 from volbench.engine.steadyrounds import unsteady
 from volbench.store import location
 from volbench.store.db import Store
@@ -46,10 +47,9 @@ from volbench.store.location import Location
 from volbench.system import containment, journal, proc
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
-from volbench.system.host import fingerprint, hostinfo, tools
+from volbench.system.host import fingerprint, hostinfo
 from volbench.system.recipe import Recipe
-from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
+from volbench.targets import BuildContext, Built, open_target, precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import (
     HostFacts,
@@ -142,67 +142,6 @@ def signals_raise() -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def required_tools(exp: Experiment) -> list[str]:
-    """Every program the experiment's targets, their preconditioning and its workloads need,
-    sorted, for the checks before anything runs."""
-    names = {t for spec in exp.targets
-             for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
-    names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
-    return sorted(names)
-
-
-def program_versions(exp: Experiment) -> dict[str, str]:
-    """Versions of the programs workloads find themselves (PostgreSQL: pgfind); raises
-    when one is missing. A second workload with another version gets its own key."""
-    versions: dict[str, str] = {}
-    for spec in exp.workloads:
-        check = WORKLOAD_KINDS[spec.tool].programs
-        for name, version in (check(spec) if check else {}).items():
-            key = name if versions.get(name, version) == version else f"{name}[{spec.name}]"
-            versions[key] = version
-    return versions
-
-
-def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
-    """Paths in workloads' options and job files that would leave their targets.
-
-    The targets are not built yet: their directory and device are ${VOLBENCH_DIR} and
-    ${VOLBENCH_DEV}, so only paths written that way (or relative ones) can pass; the
-    same check runs again on the built target right before the tool starts."""
-    found: dict[str, Problem] = {}
-    for run in plan.runs(1):
-        spec = exp.workload(run.workload)
-        check = WORKLOAD_KINDS[spec.tool].confinement
-        if check is None:
-            continue
-        raw = placeholder(exp.target(run.target)).path is None
-        place = pathcheck.Place(None if raw else f"${{{pathcheck.DIR_VAR}}}",
-                                f"${{{pathcheck.DEV_VAR}}}" if raw else None, known=False)
-        for problem in check(spec, run.params, place):
-            found.setdefault(str(problem), problem)
-    return list(found.values())
-
-
-def preflight(exp: Experiment, plan: Plan) -> dict[str, str]:
-    """Everything that can be checked before touching anything; returns program_versions."""
-    problems = root_problems(exp) + confinement_problems(exp, plan)
-    if problems:
-        raise ExperimentError(problems, exp.name)
-    for name in required_tools(exp):
-        tools.require(name)
-    versions = program_versions(exp)
-    need = plan.disk_space()
-    if need:
-        probe = exp.workdir if exp.workdir.exists() else exp.workdir.parent
-        free = shutil.disk_usage(probe).free
-        if free < need * 1.1:
-            raise ResourceError(
-                f"the images need {need / 2**30:.1f} GiB but {probe} has only "
-                f"{free / 2**30:.1f} GiB free; set workdir: to a larger filesystem or use "
-                "smaller disk sizes")
-    return versions
 
 
 class Session:
