@@ -96,3 +96,13 @@ def test_plain_lines_with_the_time_left_in_a_pipe(tmp_path: Path) -> None:
                             "--quiet"], capture_output=True, text=True, timeout=120, check=True)
     assert not any(FINISHED.match(line) for line in quiet.stderr.splitlines())
     assert "runs planned" not in quiet.stderr
+
+
+def test_the_lab_guest_s_run_leaves_the_report_to_the_host(tmp_path: Path) -> None:
+    """`lab run` has the guest's run skip the report (`--no-report`, hidden): the host
+    reports from the database it gets back; the guest still says how its runs ended."""
+    file, db = _experiment(tmp_path), tmp_path / "g.db"
+    done = subprocess.run([_volbench(), "run", str(file), "--db", str(db), "--no-report",
+                           "--quiet"], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == f"6 ok; results in {db}\n"
+    assert not (tmp_path / "g-report.md").exists() and db.exists()

@@ -51,16 +51,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
                              repetitions=args.runs, progress=progress_for(args.quiet),
                              retry_failed=args.retry_failed, take_over=args.take_over)
-    from volbench import report  # once the runs are done: not before the first run starts
-
-    out = location.sibling(args.db, "-report.md")
-    with Store(args.db) as store:
-        rep = _report_for(store, [outcome.experiment_id])
-        print(report.render(rep, "table"), end="")
-        out.write_text(report.render(rep, "markdown"))
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items())) or "no runs"
     skipped = f", {outcome.skipped} already done" if outcome.skipped else ""
-    print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
+    if args.no_report:
+        print(f"{counts}{skipped}; results in {args.db}")
+    else:
+        from volbench import report  # once the runs are done: not before the first run
+
+        out = location.sibling(args.db, "-report.md")
+        with Store(args.db) as store:
+            rep = _report_for(store, [outcome.experiment_id])
+            print(report.render(rep, "table"), end="")
+            out.write_text(report.render(rep, "markdown"))
+        print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
     bad = sum(n for s, n in outcome.counts.items() if s != "ok") + len(outcome.failed_targets)
     if any(s in ("failed", "timeout") for s in outcome.counts):
         print("failed runs can be run again (once the cause is fixed) with --retry-failed")
@@ -371,8 +374,7 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     with Store(where) as store:
         ids = [r.id for r in store.experiments() if r.name == exp.name][-1:]
         rep = _report_for(store, ids)
-        if args.quiet:
-            print(report.render(rep, "table"), end="")
+        print(report.render(rep, "table"), end="")  # the guest reports nothing itself
         out.write_text(report.render(rep, "markdown"))
     print(f"results in {where}, report in {out}")
     return outcome.returncode
@@ -486,6 +488,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress output")
     # `lab run` runs a copy of the file; its relative paths still mean the original folder.
     run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
+    # `lab run`: the host reports from the database it gets back; the guest does not (under
+    # emulation importing the report and rendering it took ~20-30 s of every lab run).
+    run.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
     add_file(plan)
     add_runs(plan)

@@ -145,7 +145,7 @@ def run_experiment_in_lab(
             shutil.copyfile(db, outdir / "results.db")
         # In the guest: `volbench run` on the copy, database kept on guest tmpfs (guest.py).
         argv = [sys.executable, "-m", "volbench.cli.labguest", "--outdir", str(outdir), "--"]
-        argv += ["run", str(outdir / "experiment.yaml"), "--paths-from",
+        argv += ["run", str(outdir / "experiment.yaml"), "--no-report", "--paths-from",
                  str(file.absolute().parent), *cli_args]
         try:
             with following(outdir / ".lab" / PROGRESS, on_progress):
