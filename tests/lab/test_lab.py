@@ -131,7 +131,7 @@ def test_the_guest_s_progress_reaches_the_host(lab_run: dict[str, Any]) -> None:
     lines = done.stderr.splitlines()
     assert any(re.fullmatch(r"2 runs planned, about \d+ s", line) for line in lines), done.stderr
     finished = [line for line in lines if re.fullmatch(
-        r"[12]/2 (standard|fast) rand4k .*rep 1: read \d+ op/s  \[.+ elapsed, .+ left\]", line)]
+        r"[12]/2 (standard|fast) rand4k .*rep 1: read [\d.]+ op/s  \[.+ elapsed, .+ left\]", line)]
     assert len(finished) == 2, done.stderr
     assert "2 ok" in done.stdout  # the guest's console still comes through
 
