@@ -489,7 +489,7 @@ def parser() -> argparse.ArgumentParser:
     # `lab run` runs a copy of the file; its relative paths still mean the original folder.
     run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
     # `lab run`: the host reports from the database it gets back; the guest does not (under
-    # emulation importing the report and rendering it took ~20-30 s of every lab run).
+    # emulation a Python import costs seconds: docs/lab.md, "Start-up in the guest").
     run.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
     add_file(plan)

@@ -88,8 +88,8 @@ def compile_package(package: Path) -> bool:
     no current .pyc is compiled again by every Python the guest starts, and the result
     cannot be saved there. A host that never wrote byte code (PYTHONDONTWRITEBYTECODE, a
     fresh checkout, a module only the guest imports) left the guest compiling the whole
-    package at every start: under emulation that was most of the seconds an import of
-    the command line took (docs/lab.md, "Start-up in the guest"). pip compiles installed
+    package at every start: under emulation ~40 % of the seconds an import of the
+    command line took (docs/lab.md, "Start-up in the guest"). pip compiles installed
     packages itself; an editable checkout is compiled here, and only what is stale.
     False when the tree cannot be written (a read-only install): then it stays as it is."""
     import compileall
