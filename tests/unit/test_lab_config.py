@@ -309,7 +309,7 @@ def test_console_tail() -> None:
 
 def test_plain_run_accepts_a_lab_section() -> None:
     exp = parse_text(EXPERIMENT)
-    assert exp.lab is not None and [d.name for d in exp.lab.disks] == ["d1", "d2"]
+    assert exp.lab is not None and [d.name for d in exp.lab.disks] == ["d1", "d2", "d3"]
     assert exp.document["lab"]["disks"][0]["class"] == "standard"  # stored with the results
 
 
