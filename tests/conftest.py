@@ -73,6 +73,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _environment_kept() -> Iterator[None]:
+    """No test leaves the process environment changed (monkeypatch restores its own
+    changes before this runs): a leaked variable reaches every later test's volbench
+    subprocesses. CI once lost all progress output to a leaked VOLBENCH_PROGRESS_EVENTS."""
+    before = dict(os.environ)
+    yield
+    changed = sorted(k for k in set(before) | set(os.environ)
+                     if before.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST")
+    assert not changed, f"the test left the process environment changed: {changed}"
+
+
+@pytest.fixture(autouse=True)
 def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Journals of this test only, so `cleanup` in one test never touches another's."""
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))

@@ -212,15 +212,22 @@ def run_in_guest(outdir: Path, cli_args: Sequence[str],
     """In the guest: `cli_main(cli_args + --db)` with the database copied from and back to
     outdir. The caller passes the command line's main, so the lab does not import cli."""
     stop_when_asked(outdir / ".lab" / STOP)
-    # The run's progress goes to the host as events, drawn on its terminal (lab/events.py).
-    os.environ[PROGRESS_EVENTS] = str(outdir / ".lab" / PROGRESS)
     GUEST_WORK.mkdir(parents=True, exist_ok=True)
     db = GUEST_WORK / "results.db"
     shared = outdir / "results.db"
     if shared.exists():
         shutil.copyfile(shared, db)
+    # The run's progress goes to the host as events, drawn on its terminal (lab/events.py).
+    # Set for this call only: a caller in the same process (a test, an embedding program)
+    # would otherwise send every later run's progress, and its children's, to that file.
+    before = os.environ.get(PROGRESS_EVENTS)
+    os.environ[PROGRESS_EVENTS] = str(outdir / ".lab" / PROGRESS)
     try:
         return cli_main([*cli_args, "--db", str(db)])
     finally:
+        if before is None:
+            os.environ.pop(PROGRESS_EVENTS, None)
+        else:
+            os.environ[PROGRESS_EVENTS] = before
         if db.exists():
             _copy_db(db, shared)
