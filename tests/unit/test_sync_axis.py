@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from volbench.core import syncmode
@@ -60,6 +61,29 @@ def test_a_bad_mode_is_refused_with_the_field_named(tmp_path: Path, value: Any,
                                                      said: str) -> None:
     text = refused(tmp_path, rw="randwrite", sync=value)
     assert "workloads[0].sync:" in text and said in text
+
+
+SCHEMA_PROBES: tuple[Any, ...] = (
+    "none", "dsync", "sync", "fsync", "fdatasync:1", "fsync: 32", {"fdatasync": 1},
+    {"fsync": "32"}, True, False, 0, 1, {"fsync": 1}, "fsync:1", "bogus", "fsync:0",
+    "fdatasync:x", {"fsync": 0}, {"fsync": 1_000_001}, {"fsync": 1, "fdatasync": 1},
+    {"write": 1}, {}, 2.5, None, {"fsync": 2}, "fsync:2", "fsync:1000000", "fsync:1000001",
+    "fsync:0999999")
+
+
+@pytest.mark.parametrize("tool", ["fio", "dd", "bonnie++"])
+def test_the_schema_takes_the_modes_the_tool_takes(tool: str) -> None:
+    """`volbench schema` states the axis's values (config/spec.py SyncAxis.one): each probe
+    the converter takes, the schema takes, and each it refuses, the schema refuses."""
+    field = next(f for f in KINDS[tool].fields if f.name == syncmode.PARAM)
+    one = jsonschema.Draft7Validator(field.one())
+    for value in SCHEMA_PROBES:
+        try:
+            field.convert(value)
+            taken = True
+        except (ValueError, TypeError):
+            taken = False
+        assert one.is_valid(value) == taken, (tool, value)
 
 
 def test_fio_options_of_each_mode(tmp_path: Path) -> None:
