@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bounds import within
 from support import tool
 from volbench.core.model import RunResult
 from volbench.engine.experiment import parse_document
@@ -51,4 +52,6 @@ def test_commit_latency_and_the_settings_it_depends_on(workdir: Path, tmp_path: 
         assert settings["fsync"] == "on" and settings["wal_sync_method"] == "fdatasync"
     waits = sorted(commit(r) for r in runs if r.workload == "waits")
     nowait = sorted(commit(r) for r in runs if r.workload == "nowait")
-    assert max(nowait) < min(waits) / 2, (waits, nowait)
+    # Paired: both workloads' runs on the same server in one experiment.
+    within("pgbench: slowest commit with synchronous_commit off over the fastest on",
+           max(nowait) / min(waits), high=0.5, reference=f"on {waits}, off {nowait}")
