@@ -28,8 +28,8 @@ two disks and runs that step alone (a few minutes), while CI, selecting every fi
 them all (~25 min on a quiet host; in CI, beside the rest, 29 min: faults 444 s, faultkill
 256 s, timeouts 193 s, nfshop 157 s, qmpiscsi 154 s, rebuild 152 s, burst 91 s, pull 88 s,
 thin 78 s, precondition 46 s, guard 36 s, and the boot; the commit step, added after
-those figures, took 237-336 s alone at load 7-12 and brings the boot's disks from 31 to
-58).
+those figures, took 126-185 s alone at load 9-11 (12 disks for its LVM, 4 rounds of
+1 s) and brings the boot's disks from 31 to 45).
 
 To put another lab test on the shared boot: its disks must have names of their own and
 its step must leave the guest as it found it; add the step below and read its files.

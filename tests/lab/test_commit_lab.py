@@ -2,7 +2,7 @@
 tests/lab/conftest.py).
 
 fio 4k random writes at QD1 with an fdatasync after every write (`sync: {fdatasync: 1}`)
-on three targets, in interleaved rounds: each round runs the three back to back, 2 s
+on three targets, in interleaved rounds: each round runs the three back to back, 1 s
 each, so every comparison is between slices a few seconds apart (a paired, same-moment
 design: the host's load moves all three alike), and the assertions are on ratios of
 paired runs' medians.
@@ -11,38 +11,35 @@ paired runs' medians.
   guest sends no flush at all, an fdatasync of an overwrite costs the guest's CPU only;
 - `wb`: xfs on the same class with `write_cache: write-back`: every fdatasync ends in one
   flush, which QEMU turns into an fdatasync of the disk's image file on the host;
-- `lvm25`: LVM linear over 25 disks of that write-back class: device-mapper sends each
-  flush to every disk, 25 flushes per fdatasync.
+- `lvm12`: LVM linear over 12 disks of that write-back class: device-mapper sends each
+  flush to every disk, 12 flushes per fdatasync.
 
-Measured in four boots (2026-11-28, 5 rounds each, the host at load 7-12 with other
-engineers' jobs and VMs): flushes per sync 0 on wt in every run, 1.000-1.019 on wb and
-25.000-25.097 on lvm25 (one flush per sync and disk, plus the filesystem's own log work);
-mean sync latency wt 27-44 µs, wb 1.65-1.87 ms, lvm25 4.8-6.02 ms; paired ratios by round
-wb/wt 44.6-75.9 (median 73), 7.8-113 (55.5), 41.8-286 (127) and 21.8-222 (47.5): the
-write-through sync is tens of µs of the emulated CPU and spikes when the host is busy;
-lvm25/wb 1.68-4.03 (median 3.1), 2.95-3.46 (3.15), 1.81-4.40 (2.51) and 1.93-4.97
-(2.76). So the flushes follow the fan-out exactly, but the latency does not: a sync on 25
-disks waited 2.5-3.2 times as long as on one, not 25 times; the 25 flushes run side by
-side (QEMU serves each disk's flush in a worker thread of its own; that the host's journal
-then commits their fdatasyncs together is likely, not measured). The report's
-comparisons of the sync call, wb vs wt: mean 65.9× [44, 98.7], 42.8× [8.15, 225] and
-55.4× [25.7, 119] slower, p99 136× [33.8, 545], 60.5× [5.7, 642] and 180× [49.8, 651]. A committer also waits for its write
-(~2 ms at the cap, its tail stretched by the host's load): the headline mean commit
-latency wb vs wt 2.72× [1.26, 5.84] slower at load 11-12, not decided in the fourth boot
-(1.5×, -56 % to +408 %), the commits' p99 not decided in either.
+Measured in two boots of this step (2026-11-28, the host at load 9-11 with other
+engineers' jobs and VMs; 5 then 4 rounds): flushes per sync 0 on wt in every run, 1.000
+on wb and 12.000 on lvm12; mean sync latency wt 39-42 µs, wb 1.38-2.32 ms, lvm12
+2.24-4.57 ms; paired medians wb/wt 53.2 and 33.1 (rounds 21.9-78.7), lvm12/wb 2.08 and
+1.56 (rounds 1.19-2.89). The report's comparisons of the sync call, wb vs wt: p99 73.4×
+and 46.2× (interval low ends 45 and 7.25), mean 55.7× and 35.1× (38.5 and 14.9). The
+headline mean commit latency wb vs wt 2.07× and 1.35× (point ratios). So the flushes
+follow the fan-out exactly, the latency does not: 12 flushes side by side cost 1.6-2.1
+times one (25 cost 2.5-3.2 times one in four earlier boots of 25 disks, docs/lab.md):
+QEMU serves each disk's flush in a worker thread of its own.
 
 Asserted, with that spread as the tolerance's basis:
-- flushes per sync: wt 0, wb 0.99-1.05, lvm25 0.99-1.05 × 25;
+- flushes per sync: wt 0, wb 0.99-1.05, lvm12 0.99-1.05 × 12 (counts, not speed);
 - wb vs wt: the report's comparisons of the sync call's p99 and mean are "slower" with
-  their whole 95 % interval at least 2× (lowest measured 5.7×), and say so in the
-  details table; the paired median ratio of the sync's mean at least 10 (lowest
-  measured 47.5); the commit's headline figures (mean, p99) at least 1.2× the
-  write-through ones' (their point ratio: the write they share narrows the gap);
-- lvm25 vs wb: the paired median of the mean sync latency between 1.3× (the extra
-  flushes must cost: lowest round measured 1.68) and 12.5× (half the fan-out: they
-  overlap; highest round 4.97).
+  their whole 95 % interval at least 2×, and say so in the details table; the paired
+  median ratio of the sync's mean at least 10; the commit's headline mean at least
+  1.1× the write-through one's (its point ratio, lowest measured 1.35×: the write they
+  share narrows the gap; the commits' p99 is not asserted, see the test);
+- lvm12 vs wb: the paired median of the mean sync latency between 1.2× (the extra
+  flushes must cost; lowest median measured 1.56) and 6× (half the fan-out: they
+  overlap).
 
-The step takes 237-336 s of the shared boot at load 7-12 (with the boot's 27 more disks).
+What the step adds to the shared boot: 126-185 s at load 9-11 (the boot's VM 228-297 s
+with this step alone), and 14 disks (31 to 45). It was 237-336 s with 25 disks, 5 rounds
+of 2 s and 16M files; 12 disks, 4 rounds of 1 s and 8M files keep every ground truth
+above (the sync call's interval low ends stay above 7×, the bound 2×).
 """
 
 from __future__ import annotations
@@ -53,6 +50,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import load
 from volbench import report
 from volbench.core.model import RunResult
@@ -61,8 +59,12 @@ from volbench.report.options import ReportOptions
 from volbench.stats import Verdict
 from volbench.store.db import Store
 
-ROUNDS = 5
-FANOUT = 25
+ROUNDS = 4
+# Twelve disks, not 25 (the fan-out examples/commit-latency.yaml shows): the flush count
+# proves the fan-out at any width, and each disk costs the shared boot its setup, the
+# LVM's build and teardown.
+FANOUT = 12
+LVM = f"lvm{FANOUT}"
 _LV = ", ".join(f"/dev/disk/by-id/virtio-cml{i}" for i in range(1, FANOUT + 1))
 EXPERIMENT = f"""
 name: lab-commit
@@ -76,9 +78,9 @@ lab:
 targets:
   - {{name: wt, type: disk, device: /dev/disk/by-id/virtio-cmt, fs: xfs}}
   - {{name: wb, type: disk, device: /dev/disk/by-id/virtio-cmb, fs: xfs}}
-  - {{name: lvm25, type: lvm, devices: [{_LV}]}}
+  - {{name: lvm{FANOUT}, type: lvm, devices: [{_LV}]}}
 workloads:
-  - {{name: commit, tool: fio, rw: randwrite, bs: 4k, iodepth: 1, size: 16M, runtime: 2s,
+  - {{name: commit, tool: fio, rw: randwrite, bs: 4k, iodepth: 1, size: 8M, runtime: 1s,
      sync: {{fdatasync: 1}}}}
 repeat: {ROUNDS}
 baseline: wt
@@ -121,13 +123,16 @@ def commit_db(shared_boot: dict[str, Any]) -> Path:
 def test_each_sync_flushes_once_per_write_back_disk(commit_db: Path) -> None:
     runs = _runs(commit_db)
     per = {t: [flushes_per_sync(runs[(t, n)]) for n in range(1, ROUNDS + 1)]
-           for t in ("wt", "wb", "lvm25")}
+           for t in ("wt", "wb", LVM)}
     print("flushes per sync", per)
-    # exactly one flush per sync and disk; the filesystem's own log work adds a few
-    # (measured up to +1.9 % on wb, +0.4 % on lvm25); write-through disks never flush
+    # Counts, not speed: one flush per sync and disk; the filesystem's own log work adds a
+    # few (measured up to +1.9 % on wb); write-through disks never flush.
     assert all(f == 0 for f in per["wt"]), per
-    assert all(0.99 <= f <= 1.05 for f in per["wb"]), per
-    assert all(0.99 * FANOUT <= f <= 1.05 * FANOUT for f in per["lvm25"]), per
+    for n in range(ROUNDS):
+        within("commit lab: flushes per sync, one write-back disk", per["wb"][n],
+               low=0.99, high=1.05)
+        within(f"commit lab: flushes per sync over the {LVM}'s disks", per[LVM][n] / FANOUT,
+               low=0.99, high=1.05)
 
 
 @pytest.mark.lab
@@ -135,8 +140,9 @@ def test_each_sync_flushes_once_per_write_back_disk(commit_db: Path) -> None:
 def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path) -> None:
     runs = _runs(commit_db)
     ratios = paired(runs, "wb", "wt", "lat_mean")
-    print("wb/wt mean sync latency by round", ratios)
-    assert statistics.median(ratios) >= 10, ratios
+    # Paired: each round's wb and wt runs seconds apart.
+    within("commit lab: wb over wt mean sync latency, paired median",
+           statistics.median(ratios), low=10, reference=f"rounds {ratios}")
     built = load(commit_db)
     rows = {v.candidate.metric: v for v in built.verdicts
             if v.target == "wb" and v.candidate.tags.get("op") == "sync"}
@@ -145,13 +151,17 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
     for metric in ("lat_p99", "lat_mean"):
         c = rows[metric].comparison
         assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
-        assert c.ratio_ci is not None and c.ratio_ci.low >= 2, (metric, c.ratio_ci)
-    # a committer waits for its write too (~2 ms at the disk's cap, with a tail the host's
-    # load stretches: the write-through commit's p99 was 26 ms at load 12), so its headline
-    # figures differ by less and only their direction is asserted
-    for metric in ("commit_lat_mean", "commit_lat_p99"):
-        c = rows[metric].comparison
-        assert rows[metric].is_verdict and c is not None and c.ratio > 1.2, (metric, c)
+        assert c.ratio_ci is not None, rows[metric]
+        within(f"commit lab: wb over wt sync {metric}, 95 % interval's low end",
+               c.ratio_ci.low, low=2, reference=f"ratio {c.ratio:.3g}")
+    # A committer waits for its write too (~2 ms at the disk's cap), so the headline mean
+    # differs by less and only its direction is asserted. The commits' p99 is not: wt runs
+    # at its 500 IOPS cap, where QEMU's throttle holds writes back in slices, and that
+    # tail (18 ms at load 11) matched wb's sync tail (16 ms) in one boot.
+    c = rows["commit_lat_mean"].comparison
+    assert rows["commit_lat_mean"].is_verdict and c is not None, rows["commit_lat_mean"]
+    within("commit lab: wb over wt commit_lat_mean", c.ratio, low=1.1)
+    assert rows["commit_lat_p99"].is_verdict, rows["commit_lat_p99"]
     table = report.render(built, "table", ReportOptions(details=True))
     line = next(t for t in table.splitlines() if t.startswith("wb ") and " lat_mean " in t
                 and " sync " in t and "secondary" in t)
@@ -160,8 +170,9 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_lvm_over_25_disks_waits_for_its_fanned_out_flushes(commit_db: Path) -> None:
+def test_lvm_over_many_disks_waits_for_its_fanned_out_flushes(commit_db: Path) -> None:
     runs = _runs(commit_db)
-    ratios = paired(runs, "lvm25", "wb", "lat_mean")
-    print("lvm25/wb mean sync latency by round", ratios)
-    assert 1.3 <= statistics.median(ratios) <= FANOUT / 2, ratios
+    ratios = paired(runs, LVM, "wb", "lat_mean")
+    # Paired: each round's LVM and one-disk runs seconds apart.
+    within(f"commit lab: {LVM} over wb mean sync latency, paired median",
+           statistics.median(ratios), low=1.2, high=FANOUT / 2, reference=f"rounds {ratios}")
