@@ -75,7 +75,14 @@ def cluster(name: str) -> Iterator[tuple[PgServer, postgres.Server]]:
                   postgres.cluster(postgres.ClusterConfig(), scope,
                                    Built(name, "directory", base / "data"),
                                    base / "svc") as server):
-                yield PgServer(server.sockdir, server.port), server
+                found = PgServer(server.sockdir, server.port)
+                # A server for the store's tests, not a benchmark's: any role may log in
+                # over the socket (volbench's clusters admit the superuser and the
+                # benchmark role only, through the peer map, services/pghba.py).
+                hba = server.datadir / "pg_hba.conf"
+                hba.write_text(hba.read_text() + "local all all trust\n")
+                found.admin("SELECT pg_reload_conf()")
+                yield found, server
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -410,9 +410,9 @@ def test_two_and_three_hosts_against_one_cluster(
         wanted = [lab["abc".index(h)].outside for h in names]
         assert tcp["listen_addresses"] == wanted
         assert tcp["listening"] == sorted(f"{a}:{tcp['port']}" for a in wanted)
-        assert tcp["pg_hba"] == ["local all all trust"] + [
-            f"host all all {lab['abc'.index(h)].address}/32 trust" for h in names
-        ]
+        assert tcp["pg_hba"] == [
+            "local all postgres peer map=volbench", "local all volbench_bench peer map=volbench"
+        ] + [f"host all volbench_bench {lab['abc'.index(h)].address}/32 trust" for h in names]
         # The server was seen listening on those addresses, and nowhere else.
         assert {a for a, p in watch.seen if p == tcp["port"]} == set(wanted)
         ports.add(tcp["port"])

@@ -204,7 +204,10 @@ def command(
         outputs={**outputs, RESULT: rundir / RESULT},
         output_globs=(f"{TXLOG}-*",),
         throttled=False,
-        files={path: json.dumps(spec, indent=1)},
+        # The scripts' checked copies, which the driver uploads to the hosts.
+        files={**first.files, path: json.dumps(spec, indent=1)},
+        check=lambda copy, text: first.check(copy, text)
+        if first.check is not None and copy in first.files else None,
     )
 
 

@@ -1,0 +1,79 @@
+"""Reading a file the user names (an experiment, a fio job file or one it includes, a
+pgbench script, an output to import): only a regular file, only up to a stated size,
+both checked before a byte is read.
+
+`/dev/zero` as a script was read whole into memory (MemoryError, or the OOM killer); a
+FIFO with no writer blocks an ordinary open for ever. So the file is opened without
+blocking (O_NONBLOCK: a FIFO opens at once), its type and size are taken from the open
+descriptor (what is checked is what is read, even if the path is swapped in between),
+and at most the limit is read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from volbench.core.errors import VolbenchError
+
+KiB, MiB = 1024, 1024**2
+# The limits, per kind of file (docs/safety.md, "Files volbench reads").
+LIMITS = {"experiment file": 10 * MiB, "fio job file": 1 * MiB,
+          "pgbench script": 1 * MiB, "file to import": 256 * MiB}
+
+
+class UserFileError(VolbenchError):
+    """A file the user named is not a regular file, is too large, or cannot be read."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in a few words."""
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
+    """The file's bytes, or UserFileError naming the problem and the fix."""
+    limit = LIMITS[what] if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UserFileError(f"cannot read the {what} {path}: {exc.strerror}; check the "
+                            "path") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserFileError(f"the {what} {path} is {kind_of(st.st_mode)}, not a "
+                                f"regular file; give the path of a {what}")
+        if st.st_size > limit:
+            raise UserFileError(f"the {what} {path} is {_size(st.st_size)}, larger than the "
+                                f"{_size(limit)} a {what} may be; is this the right file?")
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise UserFileError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    if len(data) > limit:  # it grew while being read
+        raise UserFileError(f"the {what} {path} is larger than the {_size(limit)} a {what} "
+                            "may be; is this the right file?")
+    return data
+
+
+def read_text(path: Path, what: str, limit: int | None = None) -> str:
+    """The file as UTF-8 text (UserFileError when it is not)."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UserFileError(f"the {what} {path} is not UTF-8 text (byte "
+                            f"0x{data[exc.start]:02x} on line {line}); give a text "
+                            "file") from None
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:g} MiB" if n >= MiB else f"{n / KiB:g} KiB" if n >= KiB else f"{n} bytes"
