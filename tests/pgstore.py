@@ -25,6 +25,8 @@ from volbench.targets.base import Built
 
 OWNER = "vbowner"
 PASSWORD = "s3cret-Pw_42"  # the owner's password: tests check it is never printed
+# Roles in this group log in with their password too (tests/system/test_passwords.py).
+PW_GROUP = "vbpw"
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,10 @@ def pg_server() -> Iterator[PgServer]:
     with cluster("pgstore") as (found, server):
         # Passwords are checked for the owner (scram), trust stays for the superuser.
         hba = server.datadir / "pg_hba.conf"
-        hba.write_text(f"local all {OWNER} scram-sha-256\n" + hba.read_text())
+        hba.write_text(f"local all {OWNER} scram-sha-256\n"
+                       f"local all +{PW_GROUP} scram-sha-256\n" + hba.read_text())
         found.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
+        found.admin(f"CREATE ROLE {PW_GROUP} NOLOGIN")
         found.admin("SELECT pg_reload_conf()")
         yield found
 

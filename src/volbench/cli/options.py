@@ -9,12 +9,21 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from volbench.config import fieldrules
-from volbench.store import location
+from volbench.store import location, redaction
 
 DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
            "else volbench.db)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error messages (which quote the words they could not
+    take: `--dbb postgresql://u:PW@h/db`) show no password."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redaction.redact(message))
 
 
 def repetitions(text: str) -> int:
