@@ -256,7 +256,19 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             elif not error:  # the exit code says more than "no output to parse"
                 error = str(exc)
             status = Status.FAILED
-    if status is Status.FAILED:
+    if faults is not None and faults.unfired and status is Status.OK:
+        first = faults.unfired[0]
+        status = Status.FAILED  # a faulted run whose fault never came is no faulted run
+        error = (f"fault {first.get('action')} at {first.get('asked_s')} s {first['error']}; "
+                 "schedule faults inside the run (or make the run longer)")
+    pulled = [e for e in (faults.events if faults is not None else [])
+              if e.get("action") == "pull" and not e.get("error")]
+    if status is Status.FAILED and pulled:
+        # Writes to a pulled disk fail (ENOSPC past a device's end, EPERM, EIO): that is
+        # the fault, not a full disk, and the run says so.
+        error = (f"the disk was pulled at {pulled[0].get('done_s')} s (fault pull of "
+                 f"{pulled[0].get('on')}): {error}")
+    elif status is Status.FAILED:
         why = space.explain([error, done.stderr, done.stdout], directory=built.path,
                             device=built.block_device, rundir=ctx.rundir,
                             needed=annotations.get("working_set_bytes"), before=listed)

@@ -110,6 +110,7 @@ class FaultRun:
         self._samplers: list[Callable[[], dict[str, Any]]] = []
         self._thread = threading.Thread(target=self._loop, name="volbench-faults", daemon=True)
         self._t0 = 0.0
+        self._todo: list[Step] = schedule(self.faults)
 
     def now(self) -> float:
         """Seconds since the schedule's zero (the process start until the zero is known)."""
@@ -144,6 +145,7 @@ class FaultRun:
         self._stop.set()
         self._thread.join(JOIN_TIMEOUT_S)
         with self._lock:
+            self._not_fired()
             for key in list(self._active):
                 self._end(key, None, self.now(), at_teardown=True)
         # Anything left (a step cut short, md's speed limits) is undone by its undoer.
@@ -154,10 +156,29 @@ class FaultRun:
                                 "started_s": round(self.now(), 3),
                                 "done_s": round(self.now(), 3)})
 
+    @property
+    def unfired(self) -> list[dict[str, Any]]:
+        """The events of steps that never fired because the run ended first."""
+        return [e for e in self.events if e.get("phase") == "not fired"]
+
+    def _not_fired(self) -> None:
+        """Steps the run ended before: said, not left out (a run that was to show a
+        fault and did not is no faulted run). The end of a fault (`for:` running past
+        the run) is no step of its own: teardown ends the fault."""
+        ended = self.now()
+        for step in self._todo:
+            if step.ends and step.fault.action not in ENDING:
+                continue
+            event = self._event(step, step.at, "not fired", step.fault.action)
+            event["error"] = (f"not fired: the run ended {ended:.1f} s into its schedule, "
+                              f"before this step's time ({step.at:g} s)")
+            self.events.append(event)
+        self._todo = []
+
     # -- the thread ---------------------------------------------------------------------
     def _loop(self) -> None:
         self._wait_for_start()
-        todo = schedule(self.faults)
+        todo = self._todo
         next_sample = SAMPLE_EVERY_S
         while todo or self._samplers:
             due = min(todo[0].at if todo else float("inf"), next_sample)

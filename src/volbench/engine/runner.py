@@ -375,7 +375,9 @@ class Session:
         """The workload's faults on this run's stack (none in warm-up rounds)."""
         bound = bind(spec.faults, self.exp.targets, closure(self.exp, run.target),
                      self.built, self.lab_caps()) if spec.faults and not run.warmup else []
-        return FaultRun(bound, self.journal.scope(), wait_for_child=True) if bound else None
+        clock = WORKLOAD_KINDS[spec.tool].fault_clock
+        return FaultRun(bound, self.journal.scope(),
+                        wait_for_child=clock == "child") if bound else None
 
     def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
         spec = self.exp.workload(run.workload)

@@ -197,6 +197,13 @@ class WorkloadKind:
     # Its tool runs in the sandbox as the run's own user (Invocation.sandboxed): the run
     # makes that user before the first run.
     sandboxed: bool = False
+    # Faults (docs/faults.md): where the schedule's zero is ("child": the measured
+    # process's first child, fio's job process; "start": the process's start), how long a
+    # case's measured run is when the file says (seconds; None: not known before it
+    # runs), and why a spec cannot take faults at all (None: it can).
+    fault_clock: str = "start"
+    run_seconds: Callable[[Any, Params], float | None] = lambda spec, params: None
+    fault_problem: Callable[[Any], str | None] = lambda spec: None
 
 
 class LostHosts(ParseError):

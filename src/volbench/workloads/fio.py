@@ -324,6 +324,12 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
     return fioclient.command(ctx, texts, timeout)
 
 
+def run_seconds(spec: FioSpec, params: Params) -> float | None:
+    """The measured seconds of a matrix case (time_based: its runtime); a job file's
+    are its own, not known here."""
+    return None if spec.jobfile is not None else float(params["runtime"])
+
+
 def estimate(spec: FioSpec, params: Params) -> float:
     """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
     reads nothing from the machine."""
@@ -537,5 +543,6 @@ KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     tools=("fio",), fields=FIELDS, working_set=working_set, confinement=confinement,
+    fault_clock="child", run_seconds=run_seconds,
     service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )

@@ -305,6 +305,25 @@ def _with_cache(parsed: Parsed, outputs: Mapping[str, str], tag: tuple[str, str]
     return Parsed(tuple(metrics + cache), parsed.series, parsed.histograms)
 
 
+def run_seconds(spec: PgbenchSpec, params: Params) -> float | None:
+    """The measured seconds of a run (-T), None for -t (as long as the transactions take)."""
+    return float(params["duration"]) if "duration" in params else None
+
+
+def fault_problem(spec: PgbenchSpec) -> str | None:
+    """Faults fire into measured runs of known length on this machine: phases come from
+    pgbench's progress (-P 1), and the schedule needs the run to last."""
+    if spec.clients_from:
+        return ("faults on pgbench from several client hosts are not supported: the "
+                "progress comes from each host's clock; remove clients_from: or faults:")
+    if "init" in spec.matrix.get("mode", ()):
+        return "faults fire into measured runs (mode: run), not into pgbench -i (mode: init)"
+    if "transactions" in spec.matrix:
+        return ("a faulted run needs a known length: give duration: (pgbench -T) instead "
+                "of transactions:")
+    return None
+
+
 def estimate(spec: PgbenchSpec, params: Params) -> float:
     """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
     reads nothing from the machine."""
@@ -334,5 +353,5 @@ KIND = WorkloadKind(
     after=after, service=open_service, service_key=service_key,
     programs=programs, needs_root=True,
     working_set=working_set, partial_results=True, fields=FIELDS, sandboxed=True,
-    tools=sandbox.PROGRAMS,
+    tools=sandbox.PROGRAMS, run_seconds=run_seconds, fault_problem=fault_problem,
 )
