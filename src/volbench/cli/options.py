@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from volbench.config import fieldrules
+from volbench.core.errors import VolbenchError
 from volbench.store import location, redaction
 
 DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
@@ -83,3 +84,20 @@ def add_file(cmd: argparse.ArgumentParser, *, required: bool = False) -> None:
     else:
         cmd.add_argument("file", nargs="?", type=Path,
                          help="experiment file (default: built-in)")
+
+
+def check_output(output: Path | None, what: str) -> None:
+    """Refuse, before any work, an -o that cannot be written: a directory, a folder that
+    does not exist (it used to end in an internal error, exit 70, after the work)."""
+    if output is None:
+        return
+    if output.is_dir():
+        raise VolbenchError(f"-o {output} is a directory; give a file name for the {what}")
+    folder = output.parent
+    if not folder.is_dir():
+        raise VolbenchError(f"cannot write the {what} to {output}: the folder {folder} does "
+                            f"not exist; create it (mkdir -p {folder}) or give another -o")
+    if not os.access(folder, os.W_OK):
+        raise VolbenchError(f"cannot write the {what} to {output}: {folder} is not writable "
+                            "here; give another -o")
+

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from volbench.cli.options import add_db, db_arg
+from volbench.cli.options import add_db, check_output, db_arg
 from volbench.core.errors import VolbenchError
 from volbench.core.model import ExperimentRow
 from volbench.report import svg
@@ -231,6 +231,7 @@ def _run_fingerprints(store: Store, exp_id: int) -> Iterator[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    check_output(args.output, "export")
     with Store(args.db, read_only=True) as store:
         ids = _which(store, args.experiment)
         out: TextIO = sys.stdout if args.output is None else args.output.open("w")
@@ -332,6 +333,7 @@ def history_html(lines: list[storehistory.Line]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    check_output(args.output, "history")
     filters = storehistory.Filters(args.experiment, args.since, args.host,
                                    dict(args.fingerprint or []), tuple(args.allow or ()),
                                    args.series)

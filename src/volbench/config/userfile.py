@@ -45,11 +45,12 @@ def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
     except OSError as exc:
         raise UserFileError(f"cannot read the {what} {path}: {exc.strerror}; check the "
                             "path") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # (a directory cannot even be wrapped in a file)
+        os.close(fd)
+        raise UserFileError(f"the {what} {path} is {kind_of(st.st_mode)}, not a "
+                            f"regular file; give the path of a {what}")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UserFileError(f"the {what} {path} is {kind_of(st.st_mode)}, not a "
-                                f"regular file; give the path of a {what}")
         if st.st_size > limit:
             raise UserFileError(f"the {what} {path} is {_size(st.st_size)}, larger than the "
                                 f"{_size(limit)} a {what} may be; is this the right file?")

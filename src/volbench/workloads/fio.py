@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.config import fieldrules, loadspec, pathcheck
+from volbench.config import fieldrules, loadspec, pathcheck, userfile
 from volbench.config.fields import Reader, choice, flag, percent, whole
 from volbench.config.spec import Axis, Field, Text, TextMap
+from volbench.config.userfile import UserFileError
 from volbench.core import units
 from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
@@ -112,9 +113,11 @@ def parse(r: Reader, name: str) -> FioSpec:
                 r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
                           "remove jobfile: or remove " + key)
         path = fieldrules.absolute(r.get(JOBFILE), r.base)
-        if not path.is_file():
-            r.problem("jobfile", f"{path} is not a readable file",
-                      "give the path of a fio job file, relative to the experiment file")
+        try:  # a regular file of at most 1 MiB, as each file it includes; <= 4096 jobs
+            pathcheck.read_jobfile(path, read_jobfile_text)
+        except (UserFileError, pathcheck.TooManyJobs) as exc:
+            r.problem("jobfile", str(exc), "give the path of a fio job file, relative to "
+                      "the experiment file")
         r.finish()
         return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options,
                        options_at=options_at)
@@ -169,10 +172,18 @@ def _job_args(spec: FioSpec, params: Params, built: Built, offered: float | None
     return args
 
 
-def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[Problem]:
+def read_jobfile_text(path: Path) -> str:
+    """A job file or a file it includes: a regular file of at most 1 MiB of UTF-8."""
+    return userfile.read_text(path, "fio job file")
+
+
+def confinement(spec: FioSpec, params: Params, place: pathcheck.Place,
+                copy: tuple[Path, str] | None = None) -> list[Problem]:
     """Everything in `options:` and the job file that would reach outside `place`
     (pathcheck), given what volbench itself passes: --directory for a job file on a
-    directory target, or the data file, job name and engine of a matrix case."""
+    directory target, or the data file, job name and engine of a matrix case. `copy`:
+    the job file's copy in the run directory and its text, checked instead of the
+    user's file (the copy is what fio reads)."""
     source = spec.options_at
     user = pathcheck.from_options(spec.options, source)
     base: list[pathcheck.Setting] = []
@@ -180,10 +191,10 @@ def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[P
         if place.directory is not None:
             base.append(pathcheck.Setting("directory", place.directory, "global", "volbench"))
         try:
-            user += pathcheck.read_jobfile(spec.jobfile)
-        except (OSError, UnicodeDecodeError) as exc:
-            return [Problem(str(spec.jobfile), f"cannot read the job file: {exc}",
-                            "give a readable fio job file")]
+            user += (pathcheck.read_jobfile(copy[0], lambda _: copy[1]) if copy is not None
+                     else pathcheck.read_jobfile(spec.jobfile, read_jobfile_text))
+        except (UserFileError, pathcheck.TooManyJobs) as exc:
+            return [Problem(str(spec.jobfile), str(exc), "give a fio job file")]
     else:
         data = (f"{place.directory}/volbench-fio-{params.get('size')}.dat"
                 if place.directory is not None else place.device)
@@ -195,12 +206,16 @@ def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[P
     return pathcheck.check(user, place, base)
 
 
-def _confine(spec: FioSpec, params: Params, built: Built) -> None:
+def _built_place(built: Built) -> pathcheck.Place:
+    return pathcheck.Place(str(built.path) if built.path is not None else None,
+                           built.block_device, os.path.realpath,
+                           special=pathcheck.special_file)
+
+
+def _confine(spec: FioSpec, params: Params, built: Built,
+             copy: tuple[Path, str] | None = None) -> None:
     """Refuse, before fio starts, a run that would touch anything outside the target."""
-    place = pathcheck.Place(str(built.path) if built.path is not None else None,
-                            built.block_device, os.path.realpath,
-                            special=pathcheck.special_file)
-    problems = confinement(spec, params, place)
+    problems = confinement(spec, params, _built_place(built), copy)
     gone = fiochecks.device_gone_problem(built)
     if gone is not None:
         raise ExperimentError([gone], f"fio workload {spec.name} on target {built.name}")
@@ -279,7 +294,18 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     if fioclient.clients(ctx) is not None:
         return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
-    _confine(spec, params, built)
+    files: dict[Path, str] = {}
+    if spec.jobfile is not None:
+        # fio reads a copy, includes in place, checked now and again right before fio
+        # starts: not the user's file, which could change in between.
+        try:
+            text = pathcheck.flatten(spec.jobfile, read_jobfile_text)
+        except (UserFileError, pathcheck.TooManyJobs) as exc:
+            raise ExperimentError([Problem(str(spec.jobfile), str(exc))],
+                                  f"fio workload {spec.name}") from None
+        files[rundir / "job.fio"] = text
+    copy = next(iter(files.items()), None)
+    _confine(spec, params, built, copy)
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
               *(f"--{k}={v}" for k, v in fiologs.LOG_OPTIONS),
@@ -288,17 +314,22 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         argv = [*common, *(f"--{k}={v}" for k, v in _expanded(spec, built).items())]
         if built.path is not None:
             argv.append(f"--directory={built.path}")
-        argv.append(str(spec.jobfile))
+        argv.append(str(rundir / "job.fio"))
         # A job file sets its own runtime; allow an hour unless options say otherwise.
         timeout = 3600.0
     else:
         argv = [*common, *_job_args(spec, params, built, ctx.offered)]
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
+    def check(path: Path, text: str) -> str | None:
+        found = confinement(spec, params, _built_place(built), (path, text))
+        return "; ".join(str(p) for p in found) or None
+
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
                       outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
                       uncached=fiochecks.uncached(spec.jobfile is not None,
-                                                    spec.options, params))
+                                                    spec.options, params),
+                      files=files, check=check if files else None)
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
