@@ -128,16 +128,24 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-# Never passed on to children: a password of the team store (libpq reads PGPASSWORD;
-# VOLBENCH_DB may be a URL with one). A `command` workload's `env` output, a tool's
-# crash message or a sandboxed script must not be able to show it.
-SECRET_ENV = ("PGPASSWORD", "VOLBENCH_DB")
+# Never passed on to children: the team store's URL (VOLBENCH_DB may carry a password)
+# and every libpq variable (PG*: PGPASSWORD, PGPASSFILE, PGSERVICEFILE, PGHOST, and
+# PGOPTIONS, whose `-c session_preload_libraries=…` would load a library into the
+# backend of volbench's own psql, which connects as the superuser). A `command`
+# workload's `env` output or a tool's message cannot show a password, and every
+# PostgreSQL program volbench starts connects exactly where its argv says (a command
+# workload that wants a libpq variable sets it in its `env:`).
+SECRET_ENV = ("VOLBENCH_DB",)
+
+
+def _passed_on(key: str) -> bool:
+    return key not in SECRET_ENV and not key.startswith("PG")
 
 
 def base_env(extra: Mapping[str, str] | None = None, inherit: bool = True) -> dict[str, str]:
     """The environment for children: C locale so tools print parseable numbers; volbench's
     own environment (less its secrets) unless `inherit` is False (sandboxed tools)."""
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV} if inherit else {}
+    env = {k: v for k, v in os.environ.items() if _passed_on(k)} if inherit else {}
     env["LC_ALL"] = "C"
     env["LANG"] = "C"
     if extra:

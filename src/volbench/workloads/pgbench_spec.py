@@ -229,7 +229,26 @@ def _pg_bin(r: Reader) -> str:
     elif lacking := pgfind.missing_programs(path):
         r.problem("pg_bin", f"{path} has no {', '.join(lacking)}",
                   "give the directory holding " + ", ".join(pgfind.PROGRAMS))
+    elif why := _changeable(path):
+        r.problem("pg_bin", why, "give a bin directory that only root can change")
     return str(path)
+
+
+def _changeable(path: Path) -> str | None:
+    """Why someone other than root could change the programs of `path`, or None. volbench
+    runs psql from it as root (its own statements) and initdb and postgres as postgres:
+    a program another user can replace would run as them (pgbench, in its sandbox,
+    could do no harm; the others could)."""
+    for item in (path, *(path / name for name in pgfind.PROGRAMS)):
+        try:
+            st = item.stat()
+        except OSError:
+            continue
+        if st.st_uid != 0:
+            return f"{item} belongs to uid {st.st_uid}, not root"
+        if st.st_mode & 0o022:
+            return f"{item} may be changed by its group or by others ({oct(st.st_mode & 0o777)})"
+    return None
 
 
 def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
