@@ -189,3 +189,44 @@ def test_script_copies_are_root_owned_and_what_pgbench_reads(
     assert run.annotations["sandbox"]["writable"] == [str(Path(files[0]).parent.parent)]
     mode = stat.S_IMODE(os.stat(workdir).st_mode)
     assert mode  # the run directory itself is gone after the run
+
+
+def _journaled_users(state: Path) -> list[str]:
+    import json
+
+    return [json.loads(line)["data"]["name"]
+            for path in (state / "journals").glob("*.jsonl")
+            for line in path.read_text().splitlines()
+            if json.loads(line).get("kind") == "sandbox-user"]
+
+
+def test_a_killed_run_s_sandbox_user_goes_with_cleanup(workdir: Path, tmp_path: Path) -> None:
+    """The user is journaled before it exists: after a SIGKILL, `volbench cleanup` ends
+    what still runs as it and removes it."""
+    import subprocess
+
+    from test_pgbench_run import cli_run
+
+    child = cli_run(workdir, tmp_path, experiment(workdir, scale=1, duration="30s"))
+    child.kill()
+    child.communicate(timeout=30)
+    (user,) = _journaled_users(tmp_path / "state")
+    pwd.getpwnam(user)  # still there: nothing removed it yet
+    cleaned = subprocess.run([sys.executable, "-m", "volbench.cli.main", "cleanup"],
+                             capture_output=True, text=True, timeout=120)
+    assert cleaned.returncode == 0, cleaned.stderr
+    with pytest.raises(KeyError):
+        pwd.getpwnam(user)
+    assert_all_gone(workdir, tmp_path / "state")
+
+
+def test_libpq_variables_of_volbench_s_environment_reach_no_child(
+        workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: PGOPTIONS reached volbench's own psql, which connects as the superuser
+    (`-c session_preload_libraries=…` loads a library into its backend); here a library
+    that does not exist stops the run, as a real one would have run."""
+    monkeypatch.setenv("PGOPTIONS", "-c session_preload_libraries=volbench_no_such_lib")
+    monkeypatch.setenv("PGHOST", "/nonexistent")
+    doc = experiment(workdir, scale=1, clients=1, transactions=5)
+    outcome = run_experiment(parse_document(doc), db=tmp_path / "e.db")
+    assert outcome.counts == {"ok": 1}, outcome
