@@ -90,6 +90,7 @@ def test_a_slowed_disk_under_dd_shows_in_its_phases(workdir: Path, tmp_path: Pat
     got, events, status, error = stored(db)
     assert status == "ok", error
     assert [e["action"] for e in events] == ["slow", "return"]
+    print("dd MiB/s", {p: round(got[("bw", p)] / mib, 2) for p in ("before", "slow", "after")})
     assert got[("bw", "before")] == pytest.approx(8 * mib, rel=0.2)
     assert got[("bw", "slow")] == pytest.approx(8 * mib * 0.2, rel=0.3)
     assert got[("bw", "after")] == pytest.approx(8 * mib, rel=0.2)
