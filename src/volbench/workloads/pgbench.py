@@ -220,17 +220,17 @@ def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocatio
     The clients run with -n: the vacuum and history truncation each pgbench does at its
     start are done once here first, so no host empties the history under the others."""
     db = database(spec, params)
-    no_vacuum = any(o in ("-n", "--no-vacuum") for o in spec.options)
+    given = {o.name for o in pgbench_options.parse(spec.options)[0]}  # as pgbench reads them
+    no_vacuum = "no-vacuum" in given
     client = replace(spec, clients_from=(), options=spec.options if no_vacuum
                      else ("-n", *spec.options))
     sql = ["VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history"]
-    if any(o in ("-v", "--vacuum-all") for o in spec.options):
+    if "vacuum-all" in given:
         sql.append("VACUUM pgbench_accounts")
     prepare = [] if no_vacuum else [[*_psql(ctx, db), *(a for q in sql for a in ("-c", q))]]
     count = None
     if not no_vacuum and params["script"] in pgbench_hosts.HISTORY_SCRIPTS \
-            and not any(o.startswith(("-b", "--builtin", "-f", "--file", "-S"))
-                        for o in spec.options):
+            and not given & {"builtin", "file", "select-only"}:
         count = [*_psql(ctx, db), "-At", "-c", "SELECT count(*) FROM pgbench_history"]
     if pgbench_hosts.CLIENTS not in ctx.service:  # `volbench plan`: what each host runs
         return command(client, params, replace(ctx, service={**ctx.service,
