@@ -47,7 +47,7 @@ from volbench.targets.base import TargetSpec
 from volbench.targets.multihost import bind_hosts
 from volbench.targets.precondition import problems as precondition_problems
 from volbench.workloads import KINDS as WORKLOAD_KINDS
-from volbench.workloads.base import WorkloadKind, WorkloadSpec
+from volbench.workloads.base import WorkloadSpec
 from volbench.workloads.pgbench_hosts import bind_client_hosts
 
 ORDERS = ("interleaved", "shuffled", "sequential")
@@ -457,29 +457,12 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
         faults = parse_faults(item)  # read first: the kind's parse reports unread fields
         series_field(item)  # kept in the document, read by `volbench history`
         spec = replace(kind.parse(item, name), faults=faults)
-        if faults:
-            _fault_times(item, spec, kind)
+        if faults:  # imported here: a file without faults loads none of their code
+            from volbench.engine.faultrun import fault_times
+
+            fault_times(item, spec, kind)
         specs.append(spec)
     return specs
-
-
-def _fault_times(r: Reader, spec: WorkloadSpec, kind: WorkloadKind) -> None:
-    """Faults fire inside a run: one scheduled at or after the end of the workload's
-    shortest run would never fire (it used to be accepted and silently do nothing)."""
-    why = kind.fault_problem(spec)
-    if why is not None:
-        r.problem("faults", why)
-        return
-    known = [s for case in kind.cases(spec) if (s := kind.run_seconds(spec, case)) is not None]
-    if not known:
-        return  # checked when the run ends: a step it never reached fails the run
-    shortest = min(known)
-    for i, fault in enumerate(spec.faults):
-        if fault.at >= shortest:
-            r.problem(f"faults[{i}].at", f"{fault.at:g} s is at or after the end of the "
-                      f"run ({shortest:g} s{' for its shortest case' if len(known) > 1 else ''})"
-                      "; it would never fire",
-                      "schedule it inside the run, or make the run longer")
 
 
 def _repeat(r: Reader) -> RepeatPolicy:

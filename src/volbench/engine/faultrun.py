@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from volbench.config.faults import ENDING, UNDONE_BY, FaultSpec
+from volbench.config.fields import Reader
 from volbench.core.errors import VolbenchError
 from volbench.faults import COMMANDS, make_action, md
 from volbench.faults.base import Action, Done, run_commands
@@ -26,7 +27,7 @@ from volbench.faults.check import concerned
 from volbench.system import proc
 from volbench.system.journal import Entry, Scope
 from volbench.targets.base import Built, TargetSpec
-from volbench.workloads.base import WorkloadSpec
+from volbench.workloads.base import WorkloadKind, WorkloadSpec
 
 # The phase a fault's end opens, by the fault it ends: md's restore is a phase of its own
 # (the rebuild runs); the end of any other fault (nfsd back, a disk's caps back, an iSCSI
@@ -320,3 +321,22 @@ def plan_lines(workloads: Sequence[WorkloadSpec], targets: Sequence[TargetSpec],
                 lines.append(f"fault {workload.name} at {fault.at + fault.duration:g} s: "
                              f"{ending} {fault.names}: {COMMANDS.get(ending, '')}")
     return lines
+
+
+def fault_times(r: Reader, spec: WorkloadSpec, kind: WorkloadKind) -> None:
+    """Faults fire inside a run: one scheduled at or after the end of the workload's
+    shortest run would never fire (it used to be accepted and silently do nothing)."""
+    why = kind.fault_problem(spec)
+    if why is not None:
+        r.problem("faults", why)
+        return
+    known = [s for case in kind.cases(spec) if (s := kind.run_seconds(spec, case)) is not None]
+    if not known:
+        return  # checked when the run ends: a step it never reached fails the run
+    shortest = min(known)
+    for i, fault in enumerate(spec.faults):
+        if fault.at >= shortest:
+            r.problem(f"faults[{i}].at", f"{fault.at:g} s is at or after the end of the "
+                      f"run ({shortest:g} s{' for its shortest case' if len(known) > 1 else ''})"
+                      "; it would never fire",
+                      "schedule it inside the run, or make the run longer")
