@@ -230,3 +230,33 @@ def test_libpq_variables_of_volbench_s_environment_reach_no_child(
     doc = experiment(workdir, scale=1, clients=1, transactions=5)
     outcome = run_experiment(parse_document(doc), db=tmp_path / "e.db")
     assert outcome.counts == {"ok": 1}, outcome
+
+
+def test_where_useradd_cannot_write_shadow_the_user_is_written_directly(
+        workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab guest: virtme-ng mounts a file of its own over /etc/shadow and useradd
+    fails ("failure while writing changes to /etc/shadow": seen in the first lab run).
+    The user is then written into /etc/passwd and /etc/group (system/accounts.py), runs
+    pgbench, and is removed with the run."""
+    from volbench.system import sandbox
+
+    real = sandbox._locked
+
+    def no_shadow(argv: list[str]) -> str | None:
+        if argv[0] == "useradd":
+            return "useradd exited 1 (useradd: failure while writing changes to /etc/shadow)"
+        return real(argv)
+
+    monkeypatch.setattr(sandbox, "_locked", no_shadow)
+    before = Path("/etc/passwd").read_text().count("volbench-")
+    doc = experiment(workdir, scale=1, clients=1, transactions=5)
+    db = tmp_path / "d.db"
+    outcome = run_experiment(parse_document(doc), db=db)
+    assert outcome.counts == {"ok": 1}, outcome
+    with Store(db) as store:
+        (run,) = store.runs([outcome.experiment_id])
+    user = run.annotations["sandbox"]["user"]
+    with pytest.raises(KeyError):
+        pwd.getpwnam(user)
+    assert f"{user}:" not in Path("/etc/group").read_text()
+    assert Path("/etc/passwd").read_text().count("volbench-") == before

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from volbench.core.errors import ResourceError
-from volbench.system import proc, procfs
+from volbench.system import accounts, proc, procfs
 from volbench.system.journal import Scope, undoer
 
 KIND = "sandbox-user"
@@ -64,6 +64,7 @@ MAX_TASKS = 4096
 # useradd/userdel take /etc/passwd's lock; another one at the same moment fails at once.
 LOCK_TRIES = 40
 PROGRAMS = ("bwrap", "setpriv", "prlimit", "useradd", "userdel")
+COMMENT = "volbench sandbox, removed after its run"
 
 
 @dataclass(frozen=True)
@@ -94,26 +95,30 @@ def create(scope: Scope) -> SandboxUser:
         raise ResourceError(problem)
     name = PREFIX + secrets.token_hex(4)
     scope.add(KIND, name=name)
-    _locked(["useradd", "--system", "--user-group", "--no-create-home",
-             "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
-             "--comment", "volbench sandbox, removed after its run", name],
-            f"cannot make the sandbox user {name}")
+    why = _locked(["useradd", "--system", "--user-group", "--no-create-home",
+                   "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+                   "--comment", COMMENT, name])
+    if why is not None and "/etc/shadow" in why:
+        accounts.add(name, COMMENT)  # the lab guest: /etc/shadow is a mount of its own
+    elif why is not None:
+        raise ResourceError(f"cannot make the sandbox user {name}: {why}; check /etc/passwd "
+                            "and run volbench cleanup")
     entry = pwd.getpwnam(name)
     return SandboxUser(name, entry.pw_uid, entry.pw_gid)
 
 
-def _locked(argv: list[str], what: str) -> None:
-    """Run useradd/userdel, again while another holds /etc/passwd's lock."""
+def _locked(argv: list[str]) -> str | None:
+    """Run useradd/userdel, again while another holds /etc/passwd's lock; None when it
+    worked, else what it said."""
     for _ in range(LOCK_TRIES):
         done = proc.run(argv, timeout=60, check=False)
         if done.returncode == 0:
-            return
+            return None
         if "lock" not in done.stderr:
             break
         time.sleep(0.25)
-    raise ResourceError(f"{what}: {proc.command_line(argv)} exited {done.returncode} "
-                        f"({done.stderr.strip() or 'no message'}); check /etc/passwd and "
-                        "run volbench cleanup")
+    return (f"{proc.command_line(argv)} exited {done.returncode} "
+            f"({done.stderr.strip() or 'no message'})")
 
 
 @undoer(KIND)
@@ -126,7 +131,15 @@ def _remove(data: Mapping[str, Any]) -> None:
     except KeyError:
         return  # journaled, never made (or removed already)
     _end_processes(uid)
-    _locked(["userdel", name], f"cannot remove the sandbox user {name}")
+    why = _locked(["userdel", name])
+    if why is not None:  # made without a shadow entry (accounts.py), or userdel refused
+        accounts.remove(name)
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return
+    raise ResourceError(f"cannot remove the sandbox user {name}: {why}; remove it with "
+                        f"userdel {name}")
 
 
 def _end_processes(uid: int) -> None:
