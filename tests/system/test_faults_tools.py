@@ -68,10 +68,12 @@ def test_a_slowed_disk_under_pgbench_shows_in_its_phases(workdir: Path, tmp_path
         ("slow", "slow", None), ("return", "after", None)]
     before, slow, after = (got[("tps", p)] for p in ("before", "slow", "after"))
     # Every commit waits for a WAL flush through the capped disk: a fifth of the cap
-    # leaves far fewer transactions, and the cap back brings them back.
+    # leaves far fewer transactions, and the cap back brings them back. (The first
+    # seconds warm up, and a loaded host slows them: the clearer level of the two
+    # around the fault is the reference.)
     print(f"pgbench tps before {before:.0f}, slow {slow:.0f}, after {after:.0f}")
-    assert slow < 0.6 * before, (before, slow, after)
-    assert after > 0.6 * before, (before, slow, after)
+    assert slow < 0.6 * max(before, after), (before, slow, after)
+    assert after > 1.5 * slow, (before, slow, after)
     assert got[("lat_mean", "slow")] > got[("lat_mean", "before")]
     assert ("recovery_seconds", "") in got and ("stall_seconds", "") in got
     assert not leftovers(workdir)
