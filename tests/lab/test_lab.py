@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -75,7 +76,6 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             str(base / "exp.yaml"),
             "--db",
             str(db),
-            "--quiet",
             "--workdir",
             str(work),
         ],
@@ -120,6 +120,20 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
         assert list(targets[name].info["write_cache"].values()) == ["write through"]
         assert any("device guard passed" in s for s in targets[name].info["recipe"])
         assert str(runs[name].status) == "ok"
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_the_guest_s_progress_reaches_the_host(lab_run: dict[str, Any]) -> None:
+    """The guest's run writes its progress as events; the host draws them (here without
+    a terminal: plain lines with the time left, cli/progress.py)."""
+    done = lab_run["done"]
+    lines = done.stderr.splitlines()
+    assert any(re.fullmatch(r"2 runs planned, about \d+ s", line) for line in lines), done.stderr
+    finished = [line for line in lines if re.fullmatch(
+        r"[12]/2 (standard|fast) rand4k .*rep 1: read [\d.]+ op/s  \[.+ elapsed, .+ left\]", line)]
+    assert len(finished) == 2, done.stderr
+    assert "2 ok" in done.stdout  # the guest's console still comes through
 
 
 @pytest.mark.lab

@@ -3,6 +3,7 @@ package names, console tail (moved from tests/lab/test_lab.py, which keeps the b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from volbench.engine.experiment import parse_document, parse_text
 from volbench.lab import LabSpec, qemu_options
 from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable, console_tail
-from volbench.lab.guest import guest_cwd, script
+from volbench.lab.guest import compile_package, guest_cwd, script
 from volbench.lab.labrun import lab_of
 from volbench.report.table import environment_rows, lab_disk_text
 
@@ -305,3 +306,28 @@ def test_an_absurd_disk_count_is_refused_without_making_its_disks() -> None:
     assert len(spec.disks) <= 64
     _, problems = lab({"disks": [{"name": "d", "count": -(10**400)}]})
     assert any("count: must be at least 1" in p for p in problems), problems
+
+
+def test_the_package_s_byte_code_is_written_before_a_boot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guest reads the host's files read-only: byte code missing there would be
+    compiled again by every Python in the guest (lab/guest.py compile_package)."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # a host that writes none itself
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "sub" / "mod.py").write_text("Y = 2\n")
+    assert compile_package(package)
+    written = sorted(p.relative_to(package).parts[-1] for p in package.rglob("*.pyc"))
+    assert [w.split(".")[0] for w in written] == ["__init__", "mod"]
+    stamps = {p: p.stat().st_mtime_ns for p in package.rglob("*.pyc")}
+    assert compile_package(package)  # again: nothing stale, nothing rewritten
+    assert stamps == {p: p.stat().st_mtime_ns for p in package.rglob("*.pyc")}
+    (package / "ro").mkdir()
+    (package / "ro" / "m.py").write_text("Z = 3\n")
+    (package / "ro").chmod(0o555)
+    try:
+        if os.geteuid() != 0:  # root writes anyway
+            assert not compile_package(package)
+    finally:
+        (package / "ro").chmod(0o755)

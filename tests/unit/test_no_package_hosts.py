@@ -17,8 +17,10 @@ from support import ROOT
 DOWNLOAD_SCHEMES = ("http", "https", "ftp", "ftps", "rsync", "git", "s3", "gs", "hg", "svn")
 URL = re.compile(rf"\b({'|'.join(DOWNLOAD_SCHEMES)})://([^/\s\"'<>)`]*)", re.IGNORECASE)
 # Not places to fetch from: the SVG namespace, this machine (the local browser's debug
-# port), and the licence line in dd's captured --version output.
-NOT_DOWNLOADS = {"http://www.w3.org", "https://gnu.org"}
+# port), the licence line in dd's captured --version output, and the JSON Schema
+# dialect's name (`$schema` of `volbench schema`: an identifier editors know, never
+# fetched).
+NOT_DOWNLOADS = {"http://www.w3.org", "https://gnu.org", "http://json-schema.org"}
 LOCAL = re.compile(r"^(127\.0\.0\.1|localhost|\[::1\])(:[\w{}]+)?$")
 # A package tool pointed at a source of its own, with or without an address: pip's
 # index options and variables, an apt source line or file, a download command.

@@ -34,7 +34,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from volbench.system.host.hostinfo import INSIDE_LAB
+from volbench.lab.events import PROGRESS
+from volbench.system.host.hostinfo import INSIDE_LAB, PROGRESS_EVENTS
 
 # Guest paths that are tmpfs (not the host's files): a command cannot start there.
 GUEST_PRIVATE = (
@@ -53,7 +54,7 @@ GUEST_WORK = Path("/srv/volbench")
 STOP = "stop"
 # The folder in OUTDIR/.lab where the guest asks the host for lab-disk faults (QMP).
 CHANNEL = "faults"
-MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP)
+MARKERS = ("booted", "ready", "exitcode", "modules-missing", "setup-failed", STOP, PROGRESS)
 
 _TEMPLATE = """#!/bin/sh
 # Written by volbench (volbench/lab/guest.py) for one lab run; the guest runs it as root.
@@ -78,6 +79,25 @@ cd {cwd} || exit 90
 {command}
 echo $? > "$lab/exitcode"
 """
+
+
+def compile_package(package: Path) -> bool:
+    """Write the byte code of volbench's own modules on the host, before the guest starts.
+
+    The guest reads the host's files read-only over 9p: a module whose __pycache__ holds
+    no current .pyc is compiled again by every Python the guest starts, and the result
+    cannot be saved there. A host that never wrote byte code (PYTHONDONTWRITEBYTECODE, a
+    fresh checkout, a module only the guest imports) left the guest compiling the whole
+    package at every start: under emulation ~40 % of the seconds an import of the
+    command line took (docs/lab.md, "Start-up in the guest"). pip compiles installed
+    packages itself; an editable checkout is compiled here, and only what is stale.
+    False when the tree cannot be written (a read-only install): then it stays as it is."""
+    import compileall
+
+    try:
+        return bool(compileall.compile_dir(str(package), quiet=2, workers=1))
+    except OSError:
+        return False
 
 
 def guest_cwd(cwd: Path, outdir: Path) -> Path:
@@ -150,6 +170,8 @@ def run_in_guest(outdir: Path, cli_args: Sequence[str],
     """In the guest: `cli_main(cli_args + --db)` with the database copied from and back to
     outdir. The caller passes the command line's main, so the lab does not import cli."""
     stop_when_asked(outdir / ".lab" / STOP)
+    # The run's progress goes to the host as events, drawn on its terminal (lab/events.py).
+    os.environ[PROGRESS_EVENTS] = str(outdir / ".lab" / PROGRESS)
     GUEST_WORK.mkdir(parents=True, exist_ok=True)
     db = GUEST_WORK / "results.db"
     shared = outdir / "results.db"

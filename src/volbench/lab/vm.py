@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import volbench
 from volbench.config.lab import LabSpec
 from volbench.core.errors import Interrupted
 from volbench.lab import diskopts, guest
@@ -182,6 +183,7 @@ def run_in_vm(
     """
     vng = _check_tools()
     kernel = kernel or ensure_kernel()
+    guest.compile_package(Path(volbench.__file__).parent)
     outdir = outdir.resolve()
     _safe_path(outdir)
     lab = _prepare_outdir(outdir)
