@@ -4,6 +4,10 @@ that they left no loop device, mount, cgroup or process behind.
 
 Set VOLBENCH_TESTS_STRICT=1 (CI does) to turn "tool missing" and "not root"
 skips into failures: a CI machine must run every test for real.
+
+The host's load and steal are sampled for the whole session (tests/hostload.py): a failed
+test's report says what they were while it ran (for a test that reads the shared lab boot,
+during the guest's steps it reads), and the session ends with the figures of the whole run.
 """
 
 from __future__ import annotations
@@ -16,12 +20,32 @@ from pathlib import Path
 
 import pytest
 
+import hostload
+
 # One PostgreSQL server for every store test of the session (tests/pgstore.py).
 import schemacheck
 from pgstore import pg_server, pg_url  # noqa: F401
 from support import STRICT, folder_problem, leftovers
 from volbench.config import fields
 from volbench.system.block import devices
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    hostload.start()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report gains the host's load and steal while it ran."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed and hostload.RECORDER is not None:
+        report.sections.append(("host load and steal", hostload.for_test(item, call)))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if hostload.RECORDER is not None:
+        terminalreporter.write_line(hostload.session_line())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -46,6 +70,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xfail(reason="root required", strict=True))
             else:
                 item.add_marker(pytest.mark.skip(reason="needs root"))
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept() -> Iterator[None]:
+    """No test leaves the process environment changed (monkeypatch restores its own
+    changes before this runs): a leaked variable reaches every later test's volbench
+    subprocesses. CI once lost all progress output to a leaked VOLBENCH_PROGRESS_EVENTS."""
+    before = dict(os.environ)
+    yield
+    changed = sorted(k for k in set(before) | set(os.environ)
+                     if before.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST")
+    assert not changed, f"the test left the process environment changed: {changed}"
 
 
 @pytest.fixture(autouse=True)

@@ -98,6 +98,10 @@ def qemu_options(spec: LabSpec, images: Sequence[Path], qmp: Path | None = None)
         opts += ["-device", bridge]
     for i, (_, image) in enumerate(zip(spec.disks, images, strict=True)):
         opts += diskopts.qemu_disk_options(spec, i, image)
+    # The host's root once more, read-only, for the guest to mount with its page cache on
+    # (lab/guest.py: the folders every process reads; vng's own root share caches nothing).
+    opts += ["-fsdev", "local,id=vbro,path=/,security_model=none,readonly=on,multidevs=remap",
+             "-device", f"virtio-9p-pci,fsdev=vbro,mount_tag={guest.CACHED_TAG}"]
     return opts
 
 
