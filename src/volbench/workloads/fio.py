@@ -17,16 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from volbench.config import fieldrules, loadspec, pathcheck, userfile
+from volbench.config import fieldrules, loadspec, pathcheck
 from volbench.config.fields import Reader, choice, flag, percent, whole
 from volbench.config.spec import DURATION_POSITIVE, SIZE_POSITIVE, Axis, Field, Text, TextMap
 from volbench.config.userfile import UserFileError
 from volbench.core import units
-from volbench.core.errors import ExperimentError, ParseError, Problem
+from volbench.core.errors import ExperimentError, ParseError
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
-from volbench.system.block import devices
 from volbench.targets.base import Built
 from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
@@ -127,7 +126,7 @@ def parse(r: Reader, name: str) -> FioSpec:
                           "remove jobfile: or remove " + key)
         path = fieldrules.absolute(r.get(JOBFILE), r.base)
         try:  # a regular file of at most 1 MiB, as each file it includes; <= 4096 jobs
-            pathcheck.read_jobfile(path, read_jobfile_text)
+            pathcheck.read_jobfile(path, fiochecks.read_jobfile_text)
         except (UserFileError, pathcheck.TooManyJobs) as exc:
             r.problem("jobfile", str(exc), "give the path of a fio job file, relative to "
                       "the experiment file")
@@ -185,61 +184,6 @@ def _job_args(spec: FioSpec, params: Params, built: Built, offered: float | None
     return args
 
 
-def read_jobfile_text(path: Path) -> str:
-    """A job file or a file it includes: a regular file of at most 1 MiB of UTF-8."""
-    return userfile.read_text(path, "fio job file")
-
-
-def confinement(spec: FioSpec, params: Params, place: pathcheck.Place,
-                copy: tuple[Path, str] | None = None) -> list[Problem]:
-    """Everything in `options:` and the job file that would reach outside `place`
-    (pathcheck), given what volbench itself passes: --directory for a job file on a
-    directory target, or the data file, job name and engine of a matrix case. `copy`:
-    the job file's copy in the run directory and its text, checked instead of the
-    user's file (the copy is what fio reads)."""
-    source = spec.options_at
-    user = pathcheck.from_options(spec.options, source)
-    base: list[pathcheck.Setting] = []
-    if spec.jobfile is not None:
-        if place.directory is not None:
-            base.append(pathcheck.Setting("directory", place.directory, "global", "volbench"))
-        try:
-            user += (pathcheck.read_jobfile(copy[0], lambda _: copy[1]) if copy is not None
-                     else pathcheck.read_jobfile(spec.jobfile, read_jobfile_text))
-        except (UserFileError, pathcheck.TooManyJobs) as exc:
-            return [Problem(str(spec.jobfile), str(exc), "give a fio job file")]
-    else:
-        data = (f"{place.directory}/volbench-fio-{params.get('size')}.dat"
-                if place.directory is not None else place.device)
-        field_at = source.rsplit(".", 1)[0]  # workloads[N]
-        base += [pathcheck.Setting("name", spec.name, spec.name, f"{field_at}.name"),
-                 pathcheck.Setting("filename", data, spec.name, "volbench's data file"),
-                 pathcheck.Setting("ioengine", str(params.get("ioengine", "libaio")), spec.name,
-                                   f"{field_at}.ioengine")]
-    return pathcheck.check(user, place, base)
-
-
-def _built_place(built: Built) -> pathcheck.Place:
-    return pathcheck.Place(str(built.path) if built.path is not None else None,
-                           built.block_device, os.path.realpath,
-                           special=pathcheck.special_file)
-
-
-def _confine(spec: FioSpec, params: Params, built: Built,
-             copy: tuple[Path, str] | None = None) -> None:
-    """Refuse, before fio starts, a run that would touch anything outside the target."""
-    problems = confinement(spec, params, _built_place(built), copy)
-    gone = fiochecks.device_gone_problem(built)
-    if gone is not None:
-        raise ExperimentError([gone], f"fio workload {spec.name} on target {built.name}")
-    if built.block_device is not None and spec.jobfile is None:
-        wrong = fiochecks.block_size_problem(params, built, devices.logical_block_size(
-            built.block_device))
-        problems += [wrong] if wrong is not None else []
-    if problems:
-        raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
-
-
 def _expanded(spec: FioSpec, built: Built) -> dict[str, str]:
     """`options:` with ${VOLBENCH_DIR} / ${VOLBENCH_DEV} put in (fio expands variables in
     job files, not on its command line)."""
@@ -291,7 +235,7 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
         return fioclient.layout(ctx, params)
     # The layout writes the data file too: the same check as the measured run, on the
     # target as it is now (a link or device node planted at the file's name is refused).
-    _confine(spec, params, ctx.built)
+    fiochecks.confine(spec, params, ctx.built)
     filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
@@ -307,18 +251,8 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     if fioclient.clients(ctx) is not None:
         return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
-    files: dict[Path, str] = {}
-    if spec.jobfile is not None:
-        # fio reads a copy, includes in place, checked now and again right before fio
-        # starts: not the user's file, which could change in between.
-        try:
-            text = pathcheck.flatten(spec.jobfile, read_jobfile_text)
-        except (UserFileError, pathcheck.TooManyJobs) as exc:
-            raise ExperimentError([Problem(str(spec.jobfile), str(exc))],
-                                  f"fio workload {spec.name}") from None
-        files[rundir / "job.fio"] = text
-    copy = next(iter(files.items()), None)
-    _confine(spec, params, built, copy)
+    files = fiochecks.jobfile_copy(spec, rundir)
+    fiochecks.confine(spec, params, built, next(iter(files.items()), None))
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
               *(f"--{k}={v}" for k, v in fiologs.LOG_OPTIONS),
@@ -334,15 +268,12 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         argv = [*common, *_job_args(spec, params, built, ctx.offered)]
         timeout = 3 * float(params["runtime"]) + 120
     env = {"VOLBENCH_DIR": str(built.path or ""), "VOLBENCH_DEV": built.block_device or ""}
-    def check(path: Path, text: str) -> str | None:
-        found = confinement(spec, params, _built_place(built), (path, text))
-        return "; ".join(str(p) for p in found) or None
-
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
                       outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
                       uncached=fiochecks.uncached(spec.jobfile is not None,
                                                     spec.options, params),
-                      files=files, check=check if files else None)
+                      files=files,
+                      check=fiochecks.copy_check(spec, params, built) if files else None)
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
@@ -352,7 +283,7 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
     for client in clients:
         # Each host's own directory or device, as that host sees it (not resolved here).
         place = pathcheck.Place(client.get("path") or None, client.get("device") or None)
-        problems = confinement(spec, params, place)
+        problems = fiochecks.confinement(spec, params, place)
         if problems:
             raise ExperimentError(problems, f"fio workload {spec.name} on {client['host']}")
         options = {k: pathcheck.expand(v, place)[0] for k, v in spec.options.items()}
@@ -586,7 +517,8 @@ def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
 KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
-    tools=("fio",), fields=FIELDS, working_set=working_set, confinement=confinement,
+    tools=("fio",), fields=FIELDS, working_set=working_set,
+    confinement=fiochecks.confinement,
     fault_clock="child", run_seconds=run_seconds,
     service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )
