@@ -76,6 +76,10 @@ SCRIPTS = [
             said="is a character device, not a regular file", options=["-f", "/dev/zero"]),
     _script("script-directory", "-f a directory", "", said="is a directory, not a regular",
             options=["-f", "/tmp"]),
+    # Tried after the catalogue's 92 (none escaped the wall, this one did): volbench read
+    # it as root and pgbench's syntax error stored its first line in the run's stderr.
+    _script("script-private-file", "-f /etc/shadow: a file only root may read", "",
+            said="is private (mode", options=["-f", "/etc/shadow"]),
 ]
 OPTIONS = [
     _options("bundled-user", "-Upostgres: the superuser", ["-Upostgres"], "is set by volbench"),
@@ -124,6 +128,7 @@ SETTINGS = [
              "is not a number, on/off or one word"),
     _setting("value-newline", "work_mem", "4MB\narchive_command=x",
              "control character|not a number, on/off or one word"),
+    _setting("value-trailing-newline", "fsync", "on\n", "is not a number, on/off or one word"),
 ]
 # PostgreSQL 15 says "must be superuser …", 16 on "permission denied to COPY …".
 COPY = "must be superuser|permission denied to COPY"

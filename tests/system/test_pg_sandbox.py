@@ -171,6 +171,32 @@ def test_a_script_swapped_after_it_was_read_is_checked_again_from_its_copy(
     assert [p.name for p in sentinels["root_only"].iterdir()] == ["kept"]
 
 
+def test_a_script_swapped_for_a_link_to_a_private_file_is_refused_at_the_run(
+        workdir: Path, tmp_path: Path) -> None:
+    """Issue 34 attacked again: a script that is (or becomes, after `plan`) a link to a
+    file only root may read was read by volbench as root, and pgbench's syntax error
+    stored its first line in the run's stderr (/etc/shadow's root line, in the attack)."""
+    secret = workdir / "secret"
+    secret.write_text("private-Secret-4343:*:1:0:::\n")
+    secret.chmod(0o600)
+    swap = workdir / "swap"
+    swap.mkdir()
+    swap.chmod(0o777)
+    script = swap / "s.sql"
+    script.write_text("SELECT 1;\n")
+    doc = experiment(workdir, scale=1, clients=1, transactions=1, script=str(script))
+    doc["workloads"].insert(0, {"name": "swap", "tool": "command", "user": "nobody",
+                                "command": ["ln", "-sf", str(secret), str(script)]})
+    db = tmp_path / "k.db"
+    outcome = run_experiment(parse_document(doc), db=db)
+    with Store(db) as store:
+        runs = {r.workload: r for r in store.runs([outcome.experiment_id], outputs=True)}
+    assert script.is_symlink()  # the swap happened
+    assert runs["pg"].status.value == "failed"
+    assert f"(-> {secret}) is private (mode 0600)" in runs["pg"].error, runs["pg"].error
+    assert "4343" not in repr(runs["pg"]) and "4343" not in db.read_bytes().decode("latin-1")
+
+
 def test_script_copies_are_root_owned_and_what_pgbench_reads(
         workdir: Path, tmp_path: Path) -> None:
     script = tmp_path / "ok.sql"

@@ -7,6 +7,15 @@ FIFO with no writer blocks an ordinary open for ever. So the file is opened with
 blocking (O_NONBLOCK: a FIFO opens at once), its type and size are taken from the open
 descriptor (what is checked is what is read, even if the path is swapped in between),
 and at most the limit is read.
+
+A file the experiment names (a fio job file, a file it includes, a pgbench script) is
+also refused when its mode does not let every user read it. volbench runs as root, so it
+could read any file; an experiment naming /etc/shadow as its script (or a link to it)
+had its first line stored in the run's stderr, from pgbench's syntax error. The files an
+experiment needs are the user's own texts (0644 under the usual umask); a private one
+(/etc/shadow, a key, 0600/0640) is what no experiment should copy into its results. The
+experiment file and an import, named on the command line by whoever runs volbench, are
+not held to this.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ KiB, MiB = 1024, 1024**2
 # The limits, per kind of file (docs/safety.md, "Files volbench reads").
 LIMITS = {"experiment file": 10 * MiB, "fio job file": 1 * MiB,
           "pgbench script": 1 * MiB, "file to import": 256 * MiB}
+# Kinds an experiment names (rather than the command line): others must be able to read them.
+NAMED_BY_EXPERIMENT = frozenset({"fio job file", "pgbench script"})
 
 
 class UserFileError(VolbenchError):
@@ -50,6 +61,14 @@ def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
         os.close(fd)
         raise UserFileError(f"the {what} {path} is {kind_of(st.st_mode)}, not a "
                             f"regular file; give the path of a {what}")
+    if what in NAMED_BY_EXPERIMENT and not st.st_mode & stat.S_IROTH:
+        os.close(fd)
+        real = os.path.realpath(path)
+        shown = f"{path}" if real == os.path.abspath(path) else f"{path} (-> {real})"
+        raise UserFileError(f"the {what} {shown} is private (mode "
+                            f"{stat.S_IMODE(st.st_mode):04o}): volbench runs as root and "
+                            "reads a file an experiment names only when every user may "
+                            f"read it; if it is yours to share, chmod o+r it")
     with os.fdopen(fd, "rb") as f:
         if st.st_size > limit:
             raise UserFileError(f"the {what} {path} is {_size(st.st_size)}, larger than the "

@@ -124,7 +124,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # A value PostgreSQL reads as a number with a unit, on/off, or a word of an enum. Quotes,
 # commas and slashes are never needed by an allowed setting
 # (default_transaction_isolation's words have one blank: 'repeatable read').
-_VALUE = re.compile(r"^-?[A-Za-z0-9_.+]+( [a-z]+)?$")
+# fullmatch, not match: `$` lets a trailing newline through ("on\n" passed plan and
+# failed the server's start).
+_VALUE = re.compile(r"-?[A-Za-z0-9_.+]+( [a-z]+)?")
 LISTED = "docs/workloads/pgbench.md, 'Server settings'"
 
 
@@ -138,7 +140,7 @@ def problem(name: str, value: str | None = None) -> str | None:
         return (f"{name!r} is not a setting volbench lets an experiment change{why}; "
                 f"settings: accepts the performance and durability settings listed in "
                 f"{LISTED} (memory, WAL, checkpoints, fsync, I/O, planner, autovacuum, …)")
-    if value is not None and not _VALUE.match(value):
+    if value is not None and not _VALUE.fullmatch(value):
         return (f"{name}={value!r} is not a number, on/off or one word; give a value "
                 "such as 256MB, on, 0.9 or fdatasync")
     return None
