@@ -35,7 +35,10 @@ def test_fio_gets_the_slope_criterion_translated_per_second() -> None:
 
 def test_a_run_that_reached_steady_state_records_when() -> None:
     got = _metrics("steadystate-attained")  # held at 500 IOPS, stopped at 7.9 s of 30
+    # A throttled disk's constant seconds: no noise range, and a drift from the 2 % that
+    # matters on (stats.steady.DRIFT_MIN) could be told.
     assert got == {"ss_attained": 1.0, "ss_range": 0.0, "ss_slope": 0.0, "ss_drift": 0.0,
+                   "ss_noise_range": 0.0, "ss_smallest_drift": 2.0,
                    "ss_seconds": pytest.approx(7.882)}
 
 

@@ -27,8 +27,10 @@ from volbench.report import (
     checks,
     curves,
     labburst,
+    readable,
     steadiness,
     timeline,
+    timestory,
     verdicts,
 )
 from volbench.report import fingerprints as environments
@@ -205,7 +207,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                                 report.design)
     report.percentiles = merged_percentiles(runs, totals)
     regimes = timeline.run_regimes(runs)
-    report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
+    report.time_lines = [*timestory.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -225,6 +227,8 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                else None, labels),
         *checks.caches_not_dropped(runs),
         *checks.case_checks(report.summaries, labels),
+        *readable.stalled_runs(report.summaries, runs, labels),
+        *readable.wide_intervals(report.summaries, labels),
         *checks.stall_warnings(runs, report.stalls, labels),
         *timeline.ended_inside(runs, regimes, labels),
         *timeline.refills(runs, regimes, labels),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,18 @@ def series(rng: random.Random, levels: Sequence[float], noise: Noise) -> list[fl
         for i in range(start, start + length):
             out[i] = out[i] * rng.uniform(0.0, 0.3)
     return out
+
+
+def fio_stop_window(values: Sequence[float], window: int, limit: float) -> list[float] | None:
+    """The window fio's `iops_slope` steady-state criterion stops on (fio's steadystate.c:
+    the least-squares slope of the last `window` samples, per second, under `limit` of
+    their mean): the first such window, or None when the run never holds it."""
+    for end in range(window, len(values) + 1):
+        w = list(values[end - window : end])
+        mean = statistics.fmean(w)
+        if mean > 0 and abs(statistics.linear_regression(range(window), w).slope) < limit * mean:
+            return w
+    return None
 
 
 def burst_levels(seconds: int, burst: int, high: float, low: float) -> list[float]:
