@@ -43,6 +43,9 @@ SS_DRIFT = "ss_drift"
 # smallest drift the window could call one (% of the mean): what the window can tell.
 SS_NOISE_RANGE = "ss_noise_range"
 SS_SMALLEST_DRIFT = "ss_smallest_drift"
+# Every figure a run with `within: run` stores: what a report must read of each run.
+SS_METRICS = (SS_ATTAINED, SS_RANGE, SS_SLOPE, SS_SECONDS, SS_DRIFT, SS_NOISE_RANGE,
+              SS_SMALLEST_DRIFT)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.config.fields import did_you_mean
+from volbench.config.steady import SS_METRICS
 from volbench.core.bulk import paused_gc
 from volbench.core.errors import VolbenchError
 from volbench.core.metricinfo import HEADLINE, selected
@@ -66,9 +67,11 @@ class RunExport:
 
 def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
     """Metric names a report needs of each run: those it shows, io_bytes for the
-    "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
+    "did the disk do the work?" check, the burst / warm-up lengths (timeline) and fio's
+    steady-state figures (steadiness: without them a `volbench report` of a
+    `steady: {within: run}` experiment said nothing of it, issue 32)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *SS_METRICS})
 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.

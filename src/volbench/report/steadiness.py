@@ -155,9 +155,12 @@ def _resolution(figures: Sequence[dict[str, float]], spec: SteadySpec) -> str:
     smallest = [f[SS_SMALLEST_DRIFT] for f in figures if SS_SMALLEST_DRIFT in f]
     if not smallest or statistics.median(smallest) <= spec.slope * 100:
         return ""
-    return (f"; over {spec.window} s at this noise only a drift of "
-            f"{statistics.median(smallest):.0f} % or more could be told from the noise "
-            "(median of the runs): a longer window sees less")
+    told = statistics.median(smallest)
+    if told >= 100:
+        return (f"; at this noise a {spec.window} s window cannot tell a drift from the "
+                "noise (the runs' median): a longer window can")
+    return (f"; over {spec.window} s at this noise only a drift of {told:.0f} % or more could "
+            "be told from the noise (the runs' median): a longer window tells smaller ones")
 
 
 def _pct_of(value: float | None) -> str:
