@@ -74,6 +74,8 @@ MAX_POINTS = 600
 # at most MAX_DIP seconds. They are set aside, never a level (a longer slow stretch is one).
 STALL_LEVEL = 0.10
 DIP_LEVEL = 0.50
+# A slow stretch's length is counted over the seconds below this factor of DIP_LEVEL.
+DIP_MARGIN = 1.2
 # In a long slow stretch, a second below this share of the run's level completed next to
 # nothing: a stall (an outage) whatever the stretch's own level.
 NOTHING_LEVEL = 0.01
@@ -188,10 +190,19 @@ def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
         if not values[i] < DIP_LEVEL * local[i]:
             i += 1
             continue
+        # How long the slow stretch is, counted with a margin (DIP_MARGIN): a level near half
+        # the run's (the sustained level of a 2x burst that fills most of the run) has its
+        # seconds either side of DIP_LEVEL, and cut at it into short "dips" it was set aside
+        # as stalls (issue 32: a 2x burst of 20 s in 30 s was then missed).
+        start, end = i, i
+        while start > 0 and values[start - 1] < DIP_MARGIN * DIP_LEVEL * local[start - 1]:
+            start -= 1
+        while end < n and values[end] < DIP_MARGIN * DIP_LEVEL * local[end]:
+            end += 1
         j = i
         while j < n and values[j] < DIP_LEVEL * local[j]:
             j += 1
-        if j - i <= MAX_DIP:
+        if end - start <= MAX_DIP:
             out.append((i, j))
         else:  # a long slow stretch is a regime; only its near-zero seconds are stalls
             out.extend(_below(values, local, i, j))
