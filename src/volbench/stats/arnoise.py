@@ -48,9 +48,10 @@ PHI_UPPER_Z = 3.5
 # The seconds' log-spread is at least this (0.5 %): a throttled disk's rate is constant
 # to +-0.2 %, and shifts of a few IOPS mean nothing.
 LOG_FLOOR = 0.005
-# Level intervals use the two-sided 99 % normal quantile: with phi and sigma estimated
-# from one run, the 95 % quantile covered the true levels of a 3x burst under AR(1) 0.9
-# noise in 92-94 % of runs, this one in 96-97 % (bench/changepoint_rates.py --levels).
+# Level intervals (stated as 95 %) use the two-sided 99 % normal quantile: with phi and
+# sigma estimated from one run, 1.96 covered the true levels of 3x bursts under AR(1) 0.9
+# noise at CV 15 % in 94-96 % of runs (10 s in 40 s, 5 s in 15 s); 2.576 covers them in
+# 98-99 % (bench/claims.py --burst).
 LEVEL_Z = 2.576
 # critical(n): (run length in kept seconds, critical z), from
 # bench/changepoint_rates.py --calibrate (seed 32; 4000 flat series a length and noise up

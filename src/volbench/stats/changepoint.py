@@ -33,16 +33,17 @@ longer stall in mid-run is a dip, not an early window, and is left to stats.seri
 
 Real per-second series are not independent (issue 21): a busy host makes them wander
 (AR(1) noise), runs stall and end raggedly. So, before a shift is a regime:
-- stalls are set aside first (`stall_spans`: near-zero seconds of any length, dips below
-  half the local level of up to 5 s), never a level and never an early window;
+- stalls are set aside first (stats.stallspans: near-zero seconds of any length, dips
+  below half the local level of up to 5 s), never a level and never an early window;
 - the sustained level is the last segment of 5 s or more: shorter ones after it are the
   run's end (a partial last second, jobs finishing one by one, a final flush);
 - the early window must differ from the sustained level by `min_change` (10 %), last
-  `min_size` (3 s) or more, and be significant under the series' own dependence: the
-  difference of the two means is at least CRITICAL (6) standard errors, the errors from
-  the long-run variance of an AR(1) fitted to the windows (`shift_significant`). 6, not
-  1.96: the boundary is where the difference looks largest, and phi from one minute of
-  seconds is biased low; with 5, 6 % of flat AR(1) 0.9 series at cv 15 % were flagged.
+  `min_size` (3 s) or more, and be significant under the series' own dependence
+  (issue 32, stats.arnoise): the difference of the windows' mean logs over its exact
+  AR(1) standard error at least `arnoise.critical(n)`, a critical value by run length
+  calibrated on flat series up to AR(1) 0.9 at CV 15 %; the early window ends, of the
+  leading segments, where that difference is clearest;
+- a series under MIN_SECONDS (10 s) is too short to judge.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from volbench.stats import arnoise
+from volbench.stats.stallspans import stall_spans
 from volbench.stats.validation import StatisticsInputError, finite_sample
 
 BURST, WARMUP, FLAT, TOO_SHORT = "burst", "warmup", "flat", "too short"
@@ -70,25 +72,9 @@ MIN_CHANGE = 0.10
 MIN_SECONDS = 10
 # Longer series are segmented on block means (see regimes).
 MAX_POINTS = 600
-# Stalls: seconds below STALL_LEVEL of the run's median, or a dip below DIP_LEVEL of it for
-# at most MAX_DIP seconds. They are set aside, never a level (a longer slow stretch is one).
-STALL_LEVEL = 0.10
-DIP_LEVEL = 0.50
-# A slow stretch's length is counted over the seconds below this factor of DIP_LEVEL.
-DIP_MARGIN = 1.2
-# In a long slow stretch, a second below this share of the run's level completed next to
-# nothing: a stall (an outage) whatever the stretch's own level.
-NOTHING_LEVEL = 0.01
-MAX_DIP = 5
-# A second's neighbourhood for the stall levels: this many seconds either side.
-LOCAL = 15
 # The sustained segment is the last one at least this long; shorter ones after it are the
 # run's end (a partial last second, jobs finishing one by one, a final flush).
 TAIL_SECONDS = 5
-# A shift counts when |early - sustained| is this many standard errors of the difference,
-# the errors taken from the series' own long-run variance (AR(1)); chosen on the seeded
-# simulation in bench/changepoint_rates.py (see shift_significant).
-CRITICAL = 6.0
 # AR(1) coefficients are capped here: above it a series is a random walk to any test.
 MAX_PHI = 0.95
 
@@ -171,76 +157,10 @@ def noise_sigma(values: Sequence[float]) -> float:
     return 1.4826 * mad / math.sqrt(2.0)
 
 
-def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
-    """Stalled seconds as [start, end) spans, each second judged against its neighbourhood
-    (the median of the LOCAL seconds either side, so a stall inside a burst is one too,
-    or the run's median where that is higher):
-    below STALL_LEVEL of it (any length: nothing completed, an outage), or below DIP_LEVEL
-    of it for at most MAX_DIP seconds in a row (a short dip: a run's start or end, a
-    hiccup)."""
-    n = len(values)
-    # An outage longer than LOCAL would pull its own neighbourhood down: the run's median
-    # is the least a second is judged against.
-    whole = statistics.median(values)
-    local = [max(whole, statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]))
-             for i in range(n)]
-    out: list[tuple[int, int]] = []
-    i = 0
-    while i < n:
-        if not values[i] < DIP_LEVEL * local[i]:
-            i += 1
-            continue
-        # How long the slow stretch is, counted with a margin (DIP_MARGIN): a level near half
-        # the run's (the sustained level of a 2x burst that fills most of the run) has its
-        # seconds either side of DIP_LEVEL, and cut at it into short "dips" it was set aside
-        # as stalls (issue 32: a 2x burst of 20 s in 30 s was then missed).
-        start, end = i, i
-        while start > 0 and values[start - 1] < DIP_MARGIN * DIP_LEVEL * local[start - 1]:
-            start -= 1
-        while end < n and values[end] < DIP_MARGIN * DIP_LEVEL * local[end]:
-            end += 1
-        j = i
-        while j < n and values[j] < DIP_LEVEL * local[j]:
-            j += 1
-        if end - start <= MAX_DIP:
-            out.append((i, j))
-        else:  # a long slow stretch is a regime; only its near-zero seconds are stalls
-            out.extend(_below(values, local, i, j))
-        i = j
-    return out
-
-
-def _below(values: Sequence[float], local: Sequence[float], start: int,
-           end: int) -> list[tuple[int, int]]:
-    """The stalled seconds of a long slow stretch. A stretch whose own median is near
-    zero is an outage (with a trickle of late completions): its seconds under
-    STALL_LEVEL of the run's level are stalls. A stretch with a level of its own is a
-    regime (a warm-up, a degraded phase): only seconds near zero against that level, or
-    next to nothing against the run's, are stalls. Judged against the run's level alone,
-    the first seconds of a steep warm-up (a fresh thin volume in the lab: 136, 143, 167,
-    199 IOPS, then up to 2,048) were stalls and the warm-up was cut short."""
-    own = statistics.median(values[start:end])
-    outage = all(own < STALL_LEVEL * local[k] for k in range(start, end))
-
-    def stalled(k: int) -> bool:
-        if outage:
-            return values[k] < STALL_LEVEL * local[k]
-        return values[k] < max(STALL_LEVEL * own, NOTHING_LEVEL * local[k])
-
-    out: list[tuple[int, int]] = []
-    i = start
-    while i < end:
-        j = i
-        while j < end and stalled(j):
-            j += 1
-        if j > i:
-            out.append((i, j))
-        i = max(j, i + 1)
-    return out
-
-
 def long_run_sigma(residuals: Sequence[float]) -> tuple[float, float]:
-    """(sigma of the mean's noise per sample, AR(1) phi) of zero-mean residuals.
+    """(sigma of the mean's noise per sample, AR(1) phi) of zero-mean residuals: how
+    noisy and how dependent a run's seconds are, for the report's words (the detector's
+    own test is stats.arnoise's).
 
     The long-run variance of an AR(1) series is sigma^2 (1 + phi) / (1 - phi): the
     variance of a mean of m dependent seconds is that over m. phi is the lag-1
