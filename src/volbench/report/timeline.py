@@ -127,9 +127,9 @@ def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
     """The runs with each whole-run metric replaced by its sustained window, where there is
     one, and the window metrics left out; None when no run has windows.
 
-    A comparable metric of a windowed operation that has no per-second series (fio's mean
-    latency and percentiles) is left out too: its whole-run figure mixes burst and
-    sustained, and judging it would contradict "compared on sustained". Only cases whose
+    A comparable metric of a windowed operation that has no window of its own (latency
+    percentiles other than fio's p99) is left out too: its whole-run figure mixes burst
+    and sustained; the time line names it (report/timestory.py). Only cases whose
     runs agree on their windows (agrees) are judged on sustained levels; the others on
     whole-run means, their window metrics left out all the same."""
     out: list[RunResult] = []

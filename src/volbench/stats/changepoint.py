@@ -261,17 +261,16 @@ def regimes(
 ) -> Regimes:
     """Find the level shifts in a per-second series and name the run's regime.
 
-    Stalls (seconds below `STALL_LEVEL` of the median, or below `DIP_LEVEL` of it for at
-    most `MAX_DIP` seconds) are set aside first: they are reported in `stalls`, never a
+    Stalls (stats.stallspans) are set aside first: they are reported in `stalls`, never a
     level. The sustained level is the last segment of `TAIL_SECONDS` or more; shorter
     segments after it are the run's end (the last partial second, jobs finishing one by
-    one) and judge nothing. The early window is the longest leading run of segments all
-    above it (burst) or all below it (warmup) by `min_change`, `min_size` seconds or
-    longer; it is kept only when the shift is significant under the series' own
-    dependence (`shift_significant`). A series shorter than 2 * min_size + 1 samples
-    cannot show two regimes: kind "too short". Beyond MAX_POINTS samples the segments are
+    one) and judge nothing. The early window is taken from the leading run of segments
+    all above it (burst) or all below it (warmup) by `min_change`, and ends where the
+    shift is clearest (the largest stats.arnoise.shift_z); it is kept when it lasts
+    `min_size` seconds or longer and that shift_z reaches arnoise.critical(n). A series
+    shorter than MIN_SECONDS is "too short". Beyond MAX_POINTS samples the segments are
     found on means of k = ceil(n / MAX_POINTS) samples, the boundary then placed on the
-    raw samples.
+    raw samples. The levels come with intervals (`early_interval`, `sustained_interval`).
     """
     if not values:
         return Regimes(TOO_SHORT, (), 0, None, 0.0, 0.0, 0)

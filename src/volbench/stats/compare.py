@@ -167,7 +167,7 @@ def _runs_range(
     effect: _Effect, alpha: float, design: SequentialDesign | None, start: int, max_runs: int
 ) -> RunsRange:
     """Runs per side that decide with 80 % power whatever the true difference, at the
-    observed spread and at its upper 80 % confidence bound (volbench.stats.power)."""
+    observed spread and at its upper 99.9 % confidence bound (volbench.stats.power)."""
     var_c = sample_variance(effect.candidate)
     var_b = sample_variance(effect.baseline)
     df = welch_satterthwaite_df(var_c, len(effect.candidate), var_b, len(effect.baseline))
@@ -188,7 +188,7 @@ def runs_needed(
     max_runs: int = DEFAULT_MAX_RUNS,
 ) -> int:
     """Runs per side at which the comparison is decided with 80 % power, whatever the
-    true difference, at the upper 80 % confidence bound of the spread
+    true difference, at the upper 99.9 % confidence bound of the spread
     (volbench.stats.power). Returns MIN_RUNS when a side has fewer than 2 values and
     `max_runs` when even that many would not do.
     """
