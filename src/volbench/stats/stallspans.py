@@ -40,7 +40,7 @@ def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
     local = [max(whole, statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]))
              for i in range(n)]
     out: list[tuple[int, int]] = []
-    i = 0
+    i = done = 0
     while i < n:
         if not values[i] < DIP_LEVEL * local[i]:
             i += 1
@@ -50,18 +50,19 @@ def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
         # seconds either side of DIP_LEVEL, and cut at it into short "dips" it was set aside
         # as stalls (issue 32: a 2x burst of 20 s in 30 s was then missed).
         start, end = i, i
-        while start > 0 and values[start - 1] < DIP_MARGIN * DIP_LEVEL * local[start - 1]:
+        while start > done and values[start - 1] < DIP_MARGIN * DIP_LEVEL * local[start - 1]:
             start -= 1
         while end < n and values[end] < DIP_MARGIN * DIP_LEVEL * local[end]:
             end += 1
-        j = i
-        while j < n and values[j] < DIP_LEVEL * local[j]:
-            j += 1
         if end - start <= MAX_DIP:
+            j = i
+            while j < n and values[j] < DIP_LEVEL * local[j]:
+                j += 1
             out.append((i, j))
-        else:  # a long slow stretch is a regime; only its near-zero seconds are stalls
-            out.extend(_below(values, local, i, j))
-        i = j
+        else:  # a long slow stretch is a regime; only its stalls are stalls
+            out.extend(_below(values, local, start, end))
+            j = end
+        i = done = j
     return out
 
 
@@ -71,7 +72,9 @@ def _below(values: Sequence[float], local: Sequence[float], start: int,
     zero is an outage (with a trickle of late completions): its seconds under
     STALL_LEVEL of the run's level are stalls. A stretch with a level of its own is a
     regime (a warm-up, a degraded phase): only seconds near zero against that level, or
-    next to nothing against the run's, are stalls. Judged against the run's level alone,
+    next to nothing against the run's, are stalls, and dips under half that level of up
+    to MAX_DIP seconds (a stall inside the sustained level of a 2x burst that fills most
+    of the run, issue 32). Judged against the run's level alone,
     the first seconds of a steep warm-up (a fresh thin volume in the lab: 136, 143, 167,
     199 IOPS, then up to 2,048) were stalls and the warm-up was cut short."""
     own = statistics.median(values[start:end])
@@ -82,12 +85,20 @@ def _below(values: Sequence[float], local: Sequence[float], start: int,
             return values[k] < STALL_LEVEL * local[k]
         return values[k] < max(STALL_LEVEL * own, NOTHING_LEVEL * local[k])
 
+    def dipped(k: int) -> bool:
+        return not outage and values[k] < DIP_LEVEL * own
+
     out: list[tuple[int, int]] = []
     i = start
     while i < end:
         j = i
         while j < end and stalled(j):
             j += 1
+        if j == i:  # a short dip under half the stretch's own level is a stall in it too
+            while j < end and dipped(j):
+                j += 1
+            if j - i > MAX_DIP or not any(dipped(k) for k in range(i, j)):
+                j = i
         if j > i:
             out.append((i, j))
         i = max(j, i + 1)
