@@ -66,9 +66,8 @@ def test_bursting_target_is_judged_on_its_sustained_level(tmp_path: Path) -> Non
     # Several runs: the mean of their levels with its 95 % interval; what is judged is
     # named, and what is not (issue 32).
     assert line.text == ("bursty w: bursty read: 2,502 IOPS [2,497, 2,506] for 16 s, then "
-                         "500 IOPS [499, 500] sustained; compared on the sustained window: "
-                         "iops; not judged for these runs: lat_mean (whole-run figures that "
-                         "mix both windows)")
+                         "500 IOPS [499, 500] sustained; judged on the sustained window: "
+                         "iops; not judged: lat_mean (whole-run figures, mixing both windows)")
     # The whole-run latency mixes both windows: not judged for this case.
     assert not [v for v in rep.verdicts if v.candidate.metric == "lat_mean"]
     assert [s.target for s in rep.summaries if s.metric == "lat_mean"] == ["flat", "bursty"]
@@ -174,7 +173,7 @@ def test_two_of_three_runs_agreeing_is_a_story(tmp_path: Path) -> None:
     (line,) = rep.time_lines
     assert line.text.startswith("dir w: bursty read: 1,000 IOPS (1,001 and 999 in the two "
                                 "runs) for 19 s, then 500 IOPS (500 and 500 in the two runs) "
-                                "sustained (in 2 of 3 runs); compared on the sustained window: "
+                                "sustained (in 2 of 3 runs); judged on the sustained window: "
                                 "iops")
 
 

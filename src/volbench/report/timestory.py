@@ -3,8 +3,8 @@
 - `time_lines`: one line per case whose runs agree on a burst or warm-up
   (report/timeline.py, `agrees`), with the levels' intervals and what the verdicts compare
   ("bursty read: 2,480 IOPS [2,450, 2,510] for 24 s, then 501 IOPS [498, 504] sustained;
-  compared on the sustained window: iops, bw, lat_mean; not judged for these runs:
-  clat_p999 (whole-run figures that mix both windows)");
+  judged on the sustained window: iops, bw, lat_mean; not judged:
+  clat_p999 (whole-run figures, mixing both windows)");
 - `noisy_lines`: cases whose runs show windows but do not agree: no story, how noisy;
 - `too_short`: runs whose series are shorter than the detector judges, said once.
 """
@@ -83,7 +83,7 @@ def _count(items: Iterable[str]) -> dict[str, int]:
 def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
                labels: Mapping[str, list[str]]) -> list[TimeLine]:
     """"bursty: 2,480 IOPS [2,450, 2,510] for 24 s, then 501 IOPS [498, 504] sustained;
-    compared on the sustained window: …" for each case whose runs agree; for the others,
+    judged on the sustained window: …" for each case whose runs agree; for the others,
     how noisy the per-second series is; and which runs were too short to judge."""
     out = []
     for key, found in regimes.items():
@@ -154,10 +154,10 @@ def _judged(runs: Sequence[RunResult], same: Sequence[RunRegime], op: str) -> st
                   and m.name not in here and m.name not in SECONDS
                   and metricinfo.comparable(m.name, m.unit, m.tags)}
     order = sorted(judged, key=metricinfo.rank)
-    text = f"compared on the sustained window: {', '.join(order)}"
+    text = f"judged on the sustained window: {', '.join(order)}"
     if mixed:
-        text += (f"; not judged for these runs: {', '.join(sorted(mixed, key=metricinfo.rank))}"
-                 " (whole-run figures that mix both windows)")
+        text += (f"; not judged: {', '.join(sorted(mixed, key=metricinfo.rank))} (whole-run "
+                 "figures, mixing both windows)")
     return text
 
 
