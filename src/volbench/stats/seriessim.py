@@ -23,12 +23,15 @@ class Noise:
     """Multiplicative noise: the rate is level * (1 + e), e an AR(1) series with marginal
     coefficient of variation `cv` and lag-1 correlation `phi`; `heavy` draws the
     innovations from Student t3 (scaled to the same variance); `stalls` 1-5 s stalls
-    (the rate falls to 0-30 % of its level) at uniformly random places."""
+    (the rate falls to 0-30 % of its level) at uniformly random places; `busy` the share of
+    seconds another tenant takes 40 % of (slowed to 60 %, independently each second: the
+    busy host of bench/phase_rules.py)."""
 
     cv: float
     phi: float = 0.0
     heavy: bool = False
     stalls: int = 0
+    busy: float = 0.0
 
     @property
     def label(self) -> str:
@@ -36,7 +39,8 @@ class Noise:
         kind = "t3" if self.heavy else "normal"
         dep = f", AR {self.phi:g}" if self.phi else ", iid"
         stalls = f", {self.stalls} stall(s) of 1-5 s" if self.stalls else ""
-        return f"{kind}{dep}, cv {self.cv * 100:g} %{stalls}"
+        busy = f", busy host ({self.busy * 100:g} % of seconds at 60 %)" if self.busy else ""
+        return f"{kind}{dep}, cv {self.cv * 100:g} %{stalls}{busy}"
 
 
 def _innovation(rng: random.Random, heavy: bool) -> float:
@@ -53,6 +57,8 @@ def series(rng: random.Random, levels: Sequence[float], noise: Noise) -> list[fl
     for level in levels:
         out.append(max(0.0, level * (1 + e)))
         e = noise.phi * e + scale * _innovation(rng, noise.heavy)
+    if noise.busy:
+        out = [v * 0.6 if rng.random() < noise.busy else v for v in out]
     for _ in range(noise.stalls):
         length = rng.randint(1, 5)
         start = rng.randint(0, len(out) - length)
