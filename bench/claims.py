@@ -10,6 +10,7 @@ and docs/statistics.md):
     .venv/bin/python bench/claims.py --hard     [--trials 1000]  # stalls at the ends, t3, busy
     .venv/bin/python bench/claims.py --burst    [--trials 1000]  # true bursts: found, intervals
     .venv/bin/python bench/claims.py --steady   [--trials 2000]  # steady: {within: run}
+    .venv/bin/python bench/claims.py --steady-hard [--trials 2000]  # t3, a busy host
     .venv/bin/python bench/claims.py --promise  [--trials 2000]  # "N more runs", cap 1000
     .venv/bin/python bench/claims.py --promise-hard [--trials 2000]  # t3, a busy host
     .venv/bin/python bench/claims.py --intervals                 # the examples
@@ -200,14 +201,20 @@ STEADY = ((5, Noise(0.02), 0.0), (5, Noise(0.05), 0.0), (5, Noise(0.10), 0.0),
           (600, Noise(0.05), -0.005), (600, Noise(0.10), -0.005),
           (600, Noise(0.10, 0.5), -0.005))
 
+# Off the rule's calibration: heavy tails and a busy host (--steady-hard).
+STEADY_HARD = ((5, Noise(0.10, 0.5, heavy=True), 0.0), (5, Noise(0.05, 0.5, busy=0.1), 0.0),
+               (30, Noise(0.10, 0.5, heavy=True), 0.0), (30, Noise(0.05, 0.5, busy=0.1), 0.0),
+               (300, Noise(0.10, heavy=True), 0.0), (300, Noise(0.10, 0.5, heavy=True), 0.0),
+               (300, Noise(0.05, busy=0.1), 0.0), (300, Noise(0.05, 0.5, busy=0.1), 0.0))
 
-def steady_table(trials: int) -> None:
+
+def steady_table(trials: int, cells: tuple[tuple[int, Noise, float], ...] = STEADY) -> None:
     old = old_module("stats/steady.py", "steady_old")
     print(f"| window | noise | drift | steady (fio stops on its slope criterion): old | new "
           f"| drift test false alarms on flat windows (stated 1 %): old | new |  ({trials} "
           "runs a cell; runs of 60 s, or twice the window)")
     print("|---|---|---|---|---|---|---|")
-    for window, noise, drift in STEADY:
+    for window, noise, drift in cells:
         rng = random.Random(35_000 + window)
         steady = [0, 0]
         alarms = [0, 0]
@@ -446,7 +453,7 @@ def hard_table(trials: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ("case", "case-true", "run", "hard", "burst", "steady", "promise",
-                 "promise-hard", "intervals", "cli"):
+                 "promise-hard", "steady-hard", "intervals", "cli"):
         ap.add_argument(f"--{name}", action="store_true")
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--cases", type=int, default=200)
@@ -465,6 +472,8 @@ def main() -> None:
         steady_table(args.trials)
     if args.promise:
         promise_table(args.trials)
+    if args.steady_hard:
+        steady_table(args.trials, STEADY_HARD)
     if args.promise_hard:
         promise_hard_table(args.trials)
     if args.intervals:
