@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from volbench.core import metricinfo
 from volbench.core.headline import headline
 from volbench.core.units import format_value
-from volbench.report import noise, phaseview
+from volbench.report import noise, phaseview, readable
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
@@ -49,6 +49,9 @@ def figure_text(summary: CaseSummary) -> str:
         return "no runs"
     text = format_value(fig.centre, summary.unit)
     if fig.interval is None:
+        stalled = len(readable.stalled(summary))
+        if stalled:  # a run that completed nothing: the figure is an arithmetic mean
+            return f"{text} ({stalled} of {len(summary.values)} runs stalled)"
         return f"{text} (1 run)" if len(summary.values) == 1 else text
     low, high = (format_value(v, summary.unit) for v in (fig.interval.low, fig.interval.high))
     # "53074 op/s [44606, 63150]": the unit once, where the bounds share the figure's.
@@ -249,8 +252,9 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
 
 # Warnings that change what a verdict means, most serious first; the others (few runs,
 # outliers, drift) are in --details and the files.
-SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "bad-value", "cache",
-           "caches", "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
+SERIOUS = ("failed-target", "failed-runs", "stalled-run", "baseline", "environment",
+           "bad-value", "cache", "caches", "stall", "burst-refill", "time-window",
+           "not-steady", "retried-runs")
 
 
 def noisiest(report: Report) -> CaseSummary | None:
