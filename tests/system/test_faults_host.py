@@ -124,9 +124,11 @@ def test_a_pulled_loop_disk_reads_nothing_then_comes_back(workdir: Path,
     events = notes["faults"]["events"]
     assert [(e["action"], e["phase"], e["error"]) for e in events] == [
         ("pull", "pull", None), ("return", "after", None)]
-    (pulled,) = events[0]["commands"]
-    assert pulled["command"].startswith("LOOP_SET_STATUS64 /dev/loop")
-    assert pulled["command"].endswith(f"lo_offset={512 * 2**20}")
+    steps = [c["command"] for c in events[0]["commands"]]
+    assert steps[0].startswith("BLKROSET /dev/loop") and steps[0].endswith(" 1")
+    assert steps[2].startswith("LOOP_SET_STATUS64 /dev/loop")
+    assert steps[2].endswith(f"lo_offset={512 * 2**20}")
+    assert "kept its size" in events[0]["commands"][3]["output"]
     assert events[1]["commands"][0]["command"].endswith("lo_offset=0")
     assert not leftovers(workdir)
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from volbench.stats.arnoise import critical, shift_z
 from volbench.stats.changepoint import (
     BURST,
     FLAT,
@@ -18,7 +19,6 @@ from volbench.stats.changepoint import (
     noise_sigma,
     pelt,
     regimes,
-    shift_significant,
 )
 from volbench.stats.validation import StatisticsInputError
 
@@ -186,8 +186,8 @@ def test_a_wandering_flat_series_is_judged_by_its_own_noise() -> None:
         values.append(500 * (1 + e))
     sigma, phi = long_run_sigma([v - statistics.fmean(values) for v in values])
     assert phi > 0.6 and sigma > 2 * statistics.stdev(values)
-    assert not shift_significant(values[:20], values[20:])
-    assert shift_significant([v * 2 for v in values[:20]], values[20:])
+    assert shift_z(values[:20], values[21:]) < critical(60)
+    assert shift_z([v * 2 for v in values[:20]], values[21:]) > critical(60)
 
 
 def test_a_steep_warm_up_keeps_its_first_slow_seconds() -> None:

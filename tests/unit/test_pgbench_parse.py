@@ -426,17 +426,6 @@ def test_field_mistakes_are_reported_with_their_fix() -> None:
     assert "unknown field" in problems(clinets=4)
 
 
-def test_server_settings_cannot_reach_outside_the_cluster() -> None:
-    assert "runs a command" in problems(settings={"archive_command": "cp %p /mnt/x"})
-    assert "outside its directory" in problems(settings={"external_pid_file": "/etc/x.pid"})
-    assert "by name only" in problems(settings={"shared_preload_libraries": "/tmp/evil.so"})
-    assert "must stay inside" in problems(settings={"log_directory": "/var/log"})
-    assert "must stay inside" in problems(settings={"log_filename": "../../x.log"})
-    spec = spec_of(settings={"shared_preload_libraries": "pg_stat_statements",
-                             "log_directory": "log"})
-    assert spec.cluster.as_dict()["shared_preload_libraries"] == "pg_stat_statements"
-
-
 def test_cases_drop_run_fields_for_init_and_threads_beyond_clients() -> None:
     spec = spec_of(mode=["run", "init"], scale=[1, 2], clients=[1, 4], threads=[1, 2])
     cases = pgbench.cases(spec)

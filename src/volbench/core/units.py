@@ -57,7 +57,9 @@ def parse_duration(text: str | int | float) -> float:
     if isinstance(text, bool):
         raise ValueError(f"expected a duration such as 10s, 2m or 1h, got {text!r}")
     if isinstance(text, int | float):
-        if text < 0 or math.isnan(text):
+        if math.isnan(text):  # YAML's .nan
+            raise ValueError("not a number (.nan); expected a duration such as 10s, 2m or 1h")
+        if text < 0:
             raise ValueError(f"a duration cannot be negative: {_shown(text)}")
         return _seconds_bounded(text, text)
     m = _DURATION.match(str(text))

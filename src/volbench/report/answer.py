@@ -19,7 +19,7 @@ from volbench.core import metricinfo, syncmode
 from volbench.core.headline import commit_rank, headline
 from volbench.core.model import params_key
 from volbench.core.units import format_value
-from volbench.report import noise, phaseview
+from volbench.report import noise, phaseview, readable
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
@@ -50,6 +50,9 @@ def figure_text(summary: CaseSummary) -> str:
         return "no runs"
     text = format_value(fig.centre, summary.unit)
     if fig.interval is None:
+        stalled = len(readable.stalled(summary))
+        if stalled:  # a run that completed nothing: the figure is an arithmetic mean
+            return f"{text} ({stalled} of {len(summary.values)} runs stalled)"
         return f"{text} (1 run)" if len(summary.values) == 1 else text
     low, high = (format_value(v, summary.unit) for v in (fig.interval.low, fig.interval.high))
     # "53074 op/s [44606, 63150]": the unit once, where the bounds share the figure's.
@@ -291,9 +294,9 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
 
 # Warnings that change what a verdict means, most serious first; the others (few runs,
 # outliers, drift) are in --details and the files.
-SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "commit-settings",
-           "bad-value", "cache", "caches", "stall", "burst-refill", "time-window",
-           "not-steady", "retried-runs")
+SERIOUS = ("failed-target", "failed-runs", "stalled-run", "baseline", "environment",
+           "commit-settings", "bad-value", "cache", "caches", "stall", "burst-refill",
+           "time-window", "not-steady", "retried-runs")
 
 
 def noisiest(report: Report) -> CaseSummary | None:

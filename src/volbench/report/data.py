@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.config.fields import did_you_mean
+from volbench.config.steady import SS_METRICS
 from volbench.core import syncmode
 from volbench.core.bulk import paused_gc
 from volbench.core.errors import VolbenchError
@@ -29,8 +30,10 @@ from volbench.report import (
     commitsettings,
     curves,
     labburst,
+    readable,
     steadiness,
     timeline,
+    timestory,
     verdicts,
 )
 from volbench.report import fingerprints as environments
@@ -66,9 +69,11 @@ class RunExport:
 
 def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
     """Metric names a report needs of each run: those it shows, io_bytes for the
-    "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
+    "did the disk do the work?" check, the burst / warm-up lengths (timeline) and fio's
+    steady-state figures (steadiness: without them a `volbench report` of a
+    `steady: {within: run}` experiment said nothing of it, issue 32)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *SS_METRICS})
 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
@@ -215,7 +220,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                                 report.design)
     report.percentiles = merged_percentiles(runs, totals)
     regimes = timeline.run_regimes(runs)
-    report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
+    report.time_lines = [*timestory.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -235,6 +240,8 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                else None, labels),
         *checks.caches_not_dropped(runs),
         *checks.case_checks(report.summaries, labels),
+        *readable.stalled_runs(report.summaries, runs, labels),
+        *readable.wide_intervals(report.summaries, labels),
         *checks.stall_warnings(runs, report.stalls, labels),
         *timeline.ended_inside(runs, regimes, labels),
         *timeline.refills(runs, regimes, labels),
