@@ -52,7 +52,7 @@ from test_faults_pull_lab import EXPERIMENT as PULL
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_faults_timeouts_lab import EXPERIMENT as TIMEOUTS
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
-from test_nfs_hop_lab import DELAY_MS
+from test_nfs_hop_lab import DELAY_MS, PING_INTERVAL_S
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
 from test_precondition_lab import EXPERIMENT as PRECONDITION
@@ -176,7 +176,7 @@ def shared_boot(request: pytest.FixtureRequest,
         (out / f"{name}.yaml").write_text(json.dumps(doc))
     every: list[dict[str, Any]] = [
         {"name": "nfshop", "script": str(out / "nfshop.py"),
-         "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
+         "args": [str(out), str(TESTS), str(DELAY_MS), str(PING_INTERVAL_S), "hop", "curve"]},
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
@@ -189,6 +189,8 @@ def shared_boot(request: pytest.FixtureRequest,
     result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=5400,
                        workdir=work)
     assert result.returncode == 0, result.console[-4000:]
+    # Every folder of the guest's cached view of the host's files was mounted (lab/guest.py).
+    assert not (out / ".lab" / "uncached").exists(), (out / ".lab" / "uncached").read_text()
     assert list(work.iterdir()) == []
     work.rmdir()
     steps = json.loads((out / "steps.json").read_text())

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Items
+from volbench.config.spec import Duration, Field, Integer, Text
 
 # An action that starts a fault -> the action that ends it (None: it ends by itself or
 # only with `for:` / at teardown).
@@ -47,6 +50,28 @@ MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1}
 # Options written as durations (`no_space_timeout: 8s`), kept as whole seconds.
 DURATIONS = {"no_space_timeout": 3600}
 MAX_AT_S = 7 * 24 * 3600.0
+
+AT = Duration("at", help="when: seconds from the start of the measured process (20s)")
+ACTION = Text("action", choices=ACTIONS, help="what happens (docs/faults.md)")
+DEVICE = Text("device", None, help="the disk it happens to (/dev/disk/by-id/virtio-…)")
+TARGET = Text("target", None, help="or the target it happens to")
+FOR = Duration("for", None, positive=True,
+               help="how long until it is undone (else by its ending action)")
+# Each action's options, declared once: the action that takes it is in its help.
+_OPTION_HELP = {"speed_limit_min": "fail: md's rebuild floor, KiB/s",
+                "speed_limit_max": "fail: md's rebuild ceiling, KiB/s",
+                "percent": "slow: the share of its class's rate the disk keeps",
+                "delay_ms": "delay: milliseconds added to each I/O",
+                "error_if_no_space": "exhaust: 1 fails writes without a chunk, 0 queues them",
+                "no_space_timeout": "exhaust: how long a queueing pool holds writes (8s)"}
+OPTION_FIELDS: tuple[Field[Any], ...] = tuple(
+    Duration(key, None, help=_OPTION_HELP[key], when=("action", (action,))) if key in DURATIONS
+    else Integer(key, None, minimum=0 if key == "error_if_no_space" else 1,
+                 maximum=MAXIMA.get(key, 10**9), help=_OPTION_HELP[key],
+                 when=("action", (action,)))
+    for action, keys in OPTIONS.items() for key in keys)
+FAULTS = Items("faults", None, fields=(AT, ACTION, DEVICE, TARGET, FOR, *OPTION_FIELDS),
+               help="what happens to the storage during each run, and when (docs/faults.md)")
 
 
 @dataclass(frozen=True)
@@ -85,17 +110,17 @@ def parse_faults(r: Reader) -> tuple[FaultSpec, ...]:
 
 
 def _one(fr: Reader) -> FaultSpec | None:
-    at = fr.duration("at")
+    at = fr.get(AT)
     if at > MAX_AT_S:
         fr.problem("at", f"{at:g} s is more than a week into the run", "give seconds, e.g. 20s")
-    action = fr.text("action", choices=ACTIONS)
-    device = fr.text("device", None) or None
-    target = fr.text("target", None) or None
+    action = fr.get(ACTION)
+    device = fr.get(DEVICE) or None
+    target = fr.get(TARGET) or None
     if (device is None) == (target is None):
         fr.problem("", "a fault names either device: or target:, not "
                    + ("both" if device else "neither"),
                    "e.g. device: /dev/disk/by-id/virtio-m2, or target: n3")
-    duration = fr.duration("for") if fr.has("for") else None
+    duration = fr.get(FOR) if fr.has(FOR.name) else None
     if duration is not None and duration <= 0:
         fr.problem("for", "must be longer than 0 s", "e.g. for: 15s")
     if duration is not None and action in ENDING:

@@ -106,12 +106,13 @@ class Plan:
 
     def estimate(self, repetitions: int | None = None) -> float:
         """Seconds the whole plan should take (runs, overheads, builds, layouts)."""
-        exp = self.experiment
-        total = BUILD_S * len(exp.targets)
-        for run in self.runs(repetitions):
-            spec = exp.workload(run.workload)
-            total += WORKLOAD_KINDS[spec.tool].estimate(spec, run.params) + RUN_OVERHEAD_S
-        return total
+        total = BUILD_S * len(self.experiment.targets)
+        return total + sum(self.run_estimate(run) for run in self.runs(repetitions))
+
+    def run_estimate(self, run: PlannedRun) -> float:
+        """Seconds one run should take: its tool's estimate and the fixed cost of a run."""
+        spec = self.experiment.workload(run.workload)
+        return WORKLOAD_KINDS[spec.tool].estimate(spec, run.params) + RUN_OVERHEAD_S
 
     def loop_devices(self) -> int:
         """Loop devices in use at the same time (the largest group)."""
