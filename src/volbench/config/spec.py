@@ -78,12 +78,12 @@ class Field(ABC, Generic[T]):
 
 # The values of a size and of a duration as an experiment file writes them (core/units.py),
 # and the same more than zero.
-SIZE: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
+SIZE: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0, "maximum": units.MAX_SIZE},
                                   {"type": "string", "pattern": units.SIZE_PATTERN}]}
 DURATION: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
                                       {"type": "string", "pattern": units.DURATION_PATTERN}]}
 SIZE_POSITIVE: dict[str, Any] = {"anyOf": [
-    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "number", "exclusiveMinimum": 0, "maximum": units.MAX_SIZE},
     {"type": "string", "pattern": "^" + units.POSITIVE + units.SIZE_PATTERN[1:]}]}
 DURATION_POSITIVE: dict[str, Any] = {"anyOf": [
     {"type": "number", "exclusiveMinimum": 0},
