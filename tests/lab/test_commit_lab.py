@@ -155,12 +155,15 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
         within(f"commit lab: wb over wt sync {metric}, 95 % interval's low end",
                c.ratio_ci.low, low=2, reference=f"ratio {c.ratio:.3g}")
     # A committer waits for its write too (~2 ms at the disk's cap), so the headline mean
-    # differs by less and only its direction is asserted. The commits' p99 is not: wt runs
-    # at its 500 IOPS cap, where QEMU's throttle holds writes back in slices, and that
-    # tail (18 ms at load 11) matched wb's sync tail (16 ms) in one boot.
+    # differs by the sync's extra, which is the host disk's flush: at load 9-11 that was
+    # 1.35-2.07x wt's commit, on a quiet host (2026-11-28, load ~2) 0.998x: the flush's tens
+    # of microseconds vanish in the write's 2 ms. So only "never faster" is asserted.
+    # The commits' p99 is not: wt runs at its 500 IOPS cap, where QEMU's throttle holds
+    # writes back in slices, and that tail (18 ms at load 11) matched wb's sync tail
+    # (16 ms) in one boot.
     c = rows["commit_lat_mean"].comparison
     assert rows["commit_lat_mean"].is_verdict and c is not None, rows["commit_lat_mean"]
-    within("commit lab: wb over wt commit_lat_mean", c.ratio, low=1.1)
+    within("commit lab: wb over wt commit_lat_mean", c.ratio, low=0.97)
     assert rows["commit_lat_p99"].is_verdict, rows["commit_lat_p99"]
     table = report.render(built, "table", ReportOptions(details=True))
     line = next(t for t in table.splitlines() if t.startswith("wb ") and " lat_mean " in t
