@@ -39,7 +39,7 @@ from volbench.report import timeline
 from volbench.stats import compare, decide, power
 from volbench.stats.changepoint import BURST, FLAT, regimes
 from volbench.stats.meanratio import mean_ratio
-from volbench.stats.seriessim import Noise, fio_stop_window, series
+from volbench.stats.seriessim import Noise, ends_stalled, fio_stop_window, series
 from volbench.stats.steady import level_check
 from volbench.stats.summary import mean_interval
 from volbench.stats.windows import with_windows
@@ -403,16 +403,6 @@ def cli_table(cases: int) -> None:
 
 
 # -- outside the calibration: stalls at the run's ends, heavy tails, a busy host ------------
-
-def ends_stalled(rng: random.Random, values: list[float]) -> list[float]:
-    """A 1-3 s stall (0-30 % of the level) in the first seconds and another in the last."""
-    out = list(values)
-    for side in (0, 1):
-        n = rng.randint(1, 3)
-        for i in range(n) if side == 0 else range(len(out) - n, len(out)):
-            out[i] *= rng.uniform(0.0, 0.3)
-    return out
-
 
 HARD: tuple[tuple[str, Noise, bool], ...] = (
     ("normal, AR 0.9, cv 15 %, stalls in the first and last 1-3 s", Noise(0.15, 0.9), True),

@@ -17,7 +17,7 @@ import pytest
 from volbench.core.model import Metric, Parsed, RunResult, Series, Status
 from volbench.report import timeline
 from volbench.stats.changepoint import BURST, FLAT, regimes
-from volbench.stats.seriessim import Noise, series
+from volbench.stats.seriessim import Noise, ends_stalled, series
 from volbench.stats.windows import with_windows
 
 
@@ -31,16 +31,6 @@ def run_of(values: list[float], rep: int, target: str = "t") -> RunResult:
     start = 100.0 * rep
     return RunResult(target, "w", {"bs": "4k"}, rep + 1, Status.OK, start,
                      start + len(values), parsed=parsed)
-
-
-def ends_stalled(rng: random.Random, values: list[float]) -> list[float]:
-    """A 1-3 s stall (0-30 % of the level) in the first seconds and another in the last."""
-    out = list(values)
-    for side in (0, 1):
-        n = rng.randint(1, 3)
-        for i in range(n) if side == 0 else range(len(out) - n, len(out)):
-            out[i] *= rng.uniform(0.0, 0.3)
-    return out
 
 
 def story_share(runs_per_case: int, seconds: int, noise: Noise, cases: int,

@@ -67,6 +67,16 @@ def series(rng: random.Random, levels: Sequence[float], noise: Noise) -> list[fl
     return out
 
 
+def ends_stalled(rng: random.Random, values: list[float]) -> list[float]:
+    """A 1-3 s stall (0-30 % of the level) in the first seconds and another in the last."""
+    out = list(values)
+    for side in (0, 1):
+        n = rng.randint(1, 3)
+        for i in range(n) if side == 0 else range(len(out) - n, len(out)):
+            out[i] *= rng.uniform(0.0, 0.3)
+    return out
+
+
 def fio_stop_window(values: Sequence[float], window: int, limit: float) -> list[float] | None:
     """The window fio's `iops_slope` steady-state criterion stops on (fio's steadystate.c:
     the least-squares slope of the last `window` samples, per second, under `limit` of
