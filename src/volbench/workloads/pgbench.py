@@ -224,7 +224,7 @@ def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
             yield handle
         return
     with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir) as server:
-        yield ServiceHandle(server.values(), dict(server.info))
+        yield ServiceHandle(server.values(), dict(server.info), server.crash_hooks)
 
 
 # -- results ----------------------------------------------------------------------------
