@@ -15,7 +15,10 @@ Steps (in this order; each writes into the shared folder):
   test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
   carries all of them and the run records its own section): NAME.db and NAME-report.md;
 - `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
-  fault, then `volbench cleanup`): kills.json.
+  fault, then `volbench cleanup`): kills.json;
+- `powercut`: test_powercut_lab.py's GUEST_SCRIPT (the power-cut ground truth: every
+  stack of its EXPERIMENT built on wrapped lab disks, CUTS cuts of all of them at once,
+  each recovered and counted; tests/lab/powertruth.py): powercut.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
 nothing before its run, so its QEMU bucket is full as on a fresh boot.
 
@@ -55,6 +58,9 @@ from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
 from test_nfs_hop_lab import DELAY_MS
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
+from test_powercut_lab import EXPERIMENT as POWERCUT
+from test_powercut_lab import GUEST_SCRIPT as POWERCUT_SCRIPT
+from test_powercut_lab import step_args as powercut_args
 from test_precondition_lab import EXPERIMENT as PRECONDITION
 from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
@@ -62,6 +68,8 @@ from test_thin_first_touch_lab import experiment_text as thin_experiment
 from support import TESTS, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
 from volbench.engine import experiment
+from volbench.faults import powercut
+from volbench.faults.powerstack import lab_disks
 from volbench.lab import DEFAULT_MODULES, run_in_vm
 from volbench.lab.labrun import lab_of
 
@@ -125,6 +133,7 @@ STEP_FILES = {
     "qmpiscsi": ("test_faults_qmp_iscsi_lab.py",), "pull": ("test_faults_pull_lab.py",),
     "timeouts": ("test_faults_timeouts_lab.py",), "faults": ("test_faults_lab.py",),
     "rebuild": ("test_rebuild_lab.py",), "faultkill": ("test_fault_kills_lab.py",),
+    "powercut": ("test_powercut_lab.py",),
 }
 
 
@@ -165,6 +174,12 @@ def shared_boot(request: pytest.FixtureRequest,
     (out / "guard.py").write_text(GUARD_SCRIPT)
     (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
     (out / "faultkill.py").write_text(KILLS_SCRIPT)
+    (out / "powercut.py").write_text(POWERCUT_SCRIPT)
+    (out / "powercut.yaml").write_text(POWERCUT)
+    if "powercut" in wanted:  # its disks, and the log disk its cuts need
+        cut = experiment.load(out / "powercut.yaml")
+        specs.append(powercut.with_log_disk(lab_of(cut, "powercut"), sorted(
+            {d for t in cut.targets for d in lab_disks(t)})))
     (out / "kills-plan.json").write_text(json.dumps(kills_plan()))
     (out / "steps.py").write_text(STEPS_SCRIPT)
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
@@ -175,6 +190,8 @@ def shared_boot(request: pytest.FixtureRequest,
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
+        {"name": "powercut", "script": str(out / "powercut.py"),
+         "args": powercut_args(out, TESTS)},
     ]
     plan = [step for step in every if step["name"] in wanted]
     (out / "steps-plan.json").write_text(json.dumps(plan))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from volbench.stats.durability import (
     exact_coverage,
     interval,
     lower_bound,
+    streak_p,
     upper_bound,
     verdict,
 )
@@ -60,11 +64,10 @@ def test_simulation_shows_what_streaks_do_to_the_bound() -> None:
 
 
 def test_markov_outcomes_keep_their_long_run_share() -> None:
-    import random
     rng = random.Random(3)
     draws = outcomes(0.3, 20000, rng, kind="runs", rho=0.6)
     assert sum(draws) / len(draws) == pytest.approx(0.3, abs=0.02)
-    same = sum(a == b for a, b in zip(draws, draws[1:], strict=False)) / (len(draws) - 1)
+    same = sum(a == b for a, b in itertools.pairwise(draws)) / (len(draws) - 1)
     assert same > 0.75  # persistence: iid at 0.3 would give 0.58
 
 
@@ -82,3 +85,22 @@ def test_bad_counts_are_refused() -> None:
         upper_bound(3, 2)
     with pytest.raises(StatisticsInputError):
         verdict([], [])
+
+
+def test_runs_test_finds_streaks_and_not_alternation() -> None:
+    assert streak_p([False] * 10 + [True] * 10) < 1e-4  # two runs of 20: a streak
+    assert streak_p([True, False] * 10) == 1.0
+    assert streak_p([True, True, True, False, False, False, False]) == pytest.approx(2 / 35)
+    assert streak_p([False] * 20) is None  # nothing to test
+
+
+def test_runs_test_keeps_its_level_on_independent_cuts() -> None:
+    rng = random.Random(11)
+    flagged = tested = 0
+    for _ in range(3000):
+        seq = [rng.random() < 0.3 for _ in range(20)]
+        p = streak_p(seq)
+        if p is not None:
+            tested += 1
+            flagged += p < 0.05
+    assert flagged / tested <= 0.05  # exact test: at or below its level (discrete)

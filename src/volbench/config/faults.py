@@ -4,6 +4,12 @@
       - {at: 20s, action: fail, device: /dev/disk/by-id/virtio-m2}
       - {at: 40s, action: restore, device: /dev/disk/by-id/virtio-m2}
       - {at: 15s, action: stop, target: n3, for: 15s}
+      - {action: power-cut, at: {between: [10s, 50s]}, repeat: 20}   # the whole lab
+
+A `power-cut` acts on the whole lab machine: it names no device or target. Its `at` is a
+time or a seeded random moment in a window, drawn for each run; every measured run of
+its workload is cut once, and `repeat` sets how many runs (cuts) each case gets
+(docs/durability.md).
 
 Here each entry is read and checked on its own (times, action names, the options an
 action takes, one of device:/target:); whether the device or target is one the
@@ -17,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from volbench.config.fields import Reader
+from volbench.core import units
 
 # An action that starts a fault -> the action that ends it (None: it ends by itself or
 # only with `for:` / at teardown).
@@ -31,7 +38,8 @@ UNDONE_BY: Mapping[str, str] = {
     "exhaust": "free",   # a thin pool filled (after a snapshot), then freed again
 }
 ENDING = {"restore", "start", "return", "heal", "free"}
-ACTIONS = (*UNDONE_BY, *sorted(ENDING))
+POWER_CUT = "power-cut"
+ACTIONS = (*UNDONE_BY, *sorted(ENDING), POWER_CUT)
 # Options an action takes beside at/action/device/target/for.
 OPTIONS: Mapping[str, tuple[str, ...]] = {
     # md's rebuild throttle (KiB/s), from the fail to the end of the run.
@@ -42,8 +50,11 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
     # no_space_timeout: how long a queueing pool holds them before it fails them (whole
     # seconds; the kernel's dm_thin_pool module parameter, 60 s by default).
     "exhaust": ("error_if_no_space", "no_space_timeout"),
+    # How many cuts (measured runs) each case gets; fsck: 0 skips the read-only checks.
+    POWER_CUT: ("repeat", "fsck"),
 }
-MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1}
+MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1, "repeat": 10_000,
+          "fsck": 1}
 # Options written as durations (`no_space_timeout: 8s`), kept as whole seconds.
 DURATIONS = {"no_space_timeout": 3600}
 MAX_AT_S = 7 * 24 * 3600.0
@@ -61,16 +72,26 @@ class FaultSpec:
     duration: float | None = None
     # Per-action options (md speed limits in KiB/s, a slow disk's percent of its class).
     options: Mapping[str, int] = field(default_factory=dict)
+    # A power cut at a seeded random moment in [start, end] seconds (`at` is the start).
+    window: tuple[float, float] | None = None
 
     @property
     def names(self) -> str:
         """What the fault acts on, as written (for messages and the plan)."""
+        if self.action == POWER_CUT:
+            return "the whole lab"
         return f"device {self.device}" if self.device else f"target {self.target}"
+
+    @property
+    def when(self) -> str:
+        if self.window is not None:
+            return f"between {self.window[0]:g} and {self.window[1]:g} s"
+        return f"at {self.at:g} s"
 
     def describe(self) -> str:
         opts = "".join(f", {k} {v}" for k, v in sorted(self.options.items()))
         lasting = f" for {self.duration:g} s" if self.duration is not None else ""
-        return f"at {self.at:g} s: {self.action} {self.names}{lasting}{opts}"
+        return f"{self.when}: {self.action} {self.names}{lasting}{opts}"
 
 
 def parse_faults(r: Reader) -> tuple[FaultSpec, ...]:
@@ -84,7 +105,50 @@ def parse_faults(r: Reader) -> tuple[FaultSpec, ...]:
     return out
 
 
+def _power_cut(fr: Reader) -> FaultSpec | None:
+    """`power-cut`: `at` a time or `{between: [FROM, TO]}`; no device or target."""
+    window: tuple[float, float] | None = None
+    if isinstance(fr.raw("at", None), Mapping):
+        sub = fr.sub("at")
+        bounds = sub.raw("between")
+        sub.finish()
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            fr.problem("at", "between takes two times: [FROM, TO]", "e.g. {between: [10s, 50s]}")
+            return None
+        pair = [units_duration(fr, "at", b) for b in bounds]
+        if pair[0] is None or pair[1] is None:
+            return None
+        if not 0 <= pair[0] < pair[1] <= MAX_AT_S:
+            fr.problem("at", f"between [{pair[0]:g} s, {pair[1]:g} s] is not a window",
+                       "the first time must come before the second, e.g. [10s, 50s]")
+        window = (pair[0], pair[1])
+        at = pair[0]
+    else:
+        at = fr.duration("at")
+    for key in ("device", "target", "for"):
+        if fr.has(key):
+            fr.raw(key)
+            fr.problem(key, "a power cut acts on the whole lab machine: it names no device, "
+                       "no target and lasts no time", f"remove {key}:")
+    options = {key: fr.integer(key, minimum=1 if key == "repeat" else 0, maximum=MAXIMA[key])
+               for key in OPTIONS[POWER_CUT] if fr.has(key)}
+    fr.finish()
+    return FaultSpec(at, POWER_CUT, options=options, window=window)
+
+
+def units_duration(fr: Reader, key: str, value: object) -> float | None:
+    """One time of a window, or None (a problem recorded)."""
+    try:
+        return units.parse_duration(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        fr.problem(key, str(exc) or "expected a duration such as 10s")
+        return None
+
+
 def _one(fr: Reader) -> FaultSpec | None:
+    if fr.raw("action", None) == POWER_CUT:
+        fr.text("action")
+        return _power_cut(fr)
     at = fr.duration("at")
     if at > MAX_AT_S:
         fr.problem("at", f"{at:g} s is more than a week into the run", "give seconds, e.g. 20s")
@@ -128,6 +192,12 @@ def _check_pairs(r: Reader, faults: tuple[FaultSpec, ...]) -> None:
     """An ending action follows its start on the same thing; nothing starts twice."""
     active: dict[tuple[str | None, str | None], tuple[str, float]] = {}
     order = sorted(range(len(faults)), key=lambda i: faults[i].at)
+    cuts = [i for i, f in enumerate(faults) if f.action == POWER_CUT]
+    if cuts and len(faults) > 1:
+        r.problem(f"faults[{cuts[-1] if len(cuts) > 1 else cuts[0]}]",
+                  "a power cut ends the run: it is the workload's only fault",
+                  "put the other faults on a workload of their own")
+        return
     for i in order:
         fault, key = faults[i], (faults[i].device, faults[i].target)
         if fault.action in ENDING:

@@ -40,6 +40,7 @@ from volbench.config.steady import parse as parse_steady
 from volbench.core.errors import ExperimentError, Problem
 from volbench.core.model import digest
 from volbench.faults.check import problems as fault_problems
+from volbench.faults.powercheck import problems as power_cut_problems
 from volbench.remote.hosts import HostSpec, parse_hosts
 from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
@@ -305,6 +306,10 @@ def parse_document(document: Any, source: str = "experiment",
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
     problems += fault_problems(experiment.targets, experiment.workloads,
                                [d.by_id for d in experiment.lab.disks] if experiment.lab else [])
+    problems += power_cut_problems(experiment.targets, experiment.workloads,
+                                   experiment.lab is not None,
+                                   {d.name: d.size for d in experiment.lab.disks}
+                                   if experiment.lab else {})
     _size_problems(r, experiment)
     r.finish()
     if problems:

@@ -74,7 +74,8 @@ class Stack:
     name: str
     layers: list[Layer]
     disks: list[str]
-    service: CrashHooks | None = None
+    # Servers on the stack (PostgreSQL clusters): each killed at the cut, started after.
+    services: list[CrashHooks] = field(default_factory=list)
     probe_file: Path | None = None
     # Processes on the stack this cycle (proc.Forked, or anything with poll() and
     # stop()): each gets PROCESS_GRACE to end on its failed I/O, then SIGKILL.
@@ -112,11 +113,8 @@ def lab_disks(spec: TargetSpec) -> list[str]:
     return [p[len(BY_ID):] for p in listed_paths(spec) if p.startswith(BY_ID)]
 
 
-def stack_for(name: str, specs: Mapping[str, TargetSpec], built: Mapping[str, Built],
-              service: CrashHooks | None = None, probe: bool = True) -> Stack:
-    """The stack of target `name`: it and what it is built on (`on:`), bottom-up, with
-    the lab disks under all of them; its probe file on its mount (`probe`, when it has
-    one)."""
+def _below(name: str, specs: Mapping[str, TargetSpec]) -> list[str]:
+    """`name` and what it is built on, bottom-up."""
     order: list[str] = []
 
     def visit(current: str) -> None:
@@ -126,10 +124,36 @@ def stack_for(name: str, specs: Mapping[str, TargetSpec], built: Mapping[str, Bu
             order.append(current)
 
     visit(name)
+    return order
+
+
+def component(name: str, specs: Mapping[str, TargetSpec]) -> list[str]:
+    """What a cut of target `name`'s disks takes down: it, what it is built on, and every
+    target built on any of those (an NFS export of its filesystem), bottom-up in the
+    experiment's order. Targets on other disks are not part of it."""
+    found = set(_below(name, specs))
+    grew = True
+    while grew:
+        above = {t for t, spec in specs.items() if t not in found and set(spec.on) & found}
+        grew = bool(above)
+        found |= above
+    order: list[str] = []
+    for target in specs:
+        if target in found:
+            order += [n for n in _below(target, specs) if n not in order]
+    return order
+
+
+def stack_for(name: str, specs: Mapping[str, TargetSpec], built: Mapping[str, Built],
+              services: Sequence[CrashHooks] = (), probe: bool = True) -> Stack:
+    """The stack a cut of target `name` takes down (`component`), with the lab disks
+    under it, its servers, and its probe file on `name`'s mount (`probe`, when it has
+    one)."""
+    order = [n for n in component(name, specs) if n in built]
     layers = [Layer(specs[n], built[n]) for n in order]
     disks = [d for n in order for d in lab_disks(specs[n])]
     top = built[name].path
-    return Stack(name, layers, disks, service,
+    return Stack(name, layers, disks, list(services),
                  top / PROBE_FILE if probe and top is not None else None)
 
 
@@ -174,9 +198,9 @@ def capture(stack: Stack) -> None:
 
 def _crash_servers(stacks: Sequence[Stack], steps: Steps) -> None:
     for stack in stacks:
-        if stack.service is not None:
+        for service in stack.services:
             started = time.monotonic()
-            stack.service.crash()
+            service.crash()
             steps.add(f"{stack.name}: server killed (SIGKILL)", 0, time.monotonic() - started)
 
 
@@ -282,13 +306,13 @@ class Recovery:
     seconds: float | None = None
     check_seconds: float = 0.0
     checks: list[dict[str, Any]] = field(default_factory=list)
-    service: dict[str, Any] = field(default_factory=dict)
+    services: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "recovery_seconds": self.seconds,
                 "check_seconds": round(self.check_seconds, 3), "checks": self.checks,
-                "service": self.service, "error": self.error}
+                "services": self.services, "error": self.error}
 
 
 class Nfsd:
@@ -369,8 +393,8 @@ def up(stack: Stack, steps: Steps, check: bool, nfsd: Nfsd,
     try:
         for layer in stack.layers:
             _layer_up(layer, steps, recovery, check, nfsd)
-        if stack.service is not None:
-            recovery.service = stack.service.start()
+        for service in stack.services:  # its first query is its first I/O
+            recovery.services.append(service.start())
         if stack.probe_file is not None:
             first_io(stack.probe_file)
         recovery.seconds = round(time.monotonic() - started - recovery.check_seconds, 3)

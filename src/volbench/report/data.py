@@ -26,6 +26,7 @@ from volbench.report import (
     badvalues,
     checks,
     curves,
+    durability,
     labburst,
     steadiness,
     timeline,
@@ -66,7 +67,7 @@ def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> 
     """Metric names a report needs of each run: those it shows, io_bytes for the
     "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *durability.METRICS})
 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
@@ -94,6 +95,8 @@ class Report:
     time_lines: list[TimeLine] = field(default_factory=list)
     # Load curves (report/curves.py); their figures are in `summaries` too.
     curves: list[curves.Curve] = field(default_factory=list)
+    # Power cuts per case (report/durability.py): what was acknowledged and then lost.
+    durability: list[durability.DurabilityRow] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -204,6 +207,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
     report.verdicts = verdicts.against_baseline(judged, report.baseline, report.thresholds,
                                                 report.design)
     report.percentiles = merged_percentiles(runs, totals)
+    report.durability = durability.rows(runs)
     regimes = timeline.run_regimes(runs)
     report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
@@ -230,6 +234,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *timeline.refills(runs, regimes, labels),
         *steady.warnings,
         *labburst.short_runs(runs, targets, report.environment, labels),
+        *durability.warnings(report.durability),
     ]
     return report
 

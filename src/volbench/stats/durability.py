@@ -16,6 +16,7 @@ to the coverage when they are not (outcomes that come in runs).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -93,8 +94,11 @@ class Verdict:
     """A case's cuts summed up: how many, how many lost, how much, and the bounds."""
 
     cuts: int
+    # Cuts that lost data: lost acknowledged writes or commits, or did not recover.
     losing: int
     failed_recoveries: int
+    # Cuts that lost at least one acknowledged write or commit.
+    with_losses: int
     # Lost acknowledged writes (or commits) in the cuts that lost some.
     median_lost: float | None
     max_lost: int | None
@@ -119,7 +123,30 @@ def verdict(lost: Sequence[int], recovered: Sequence[bool],
     losing = [x for x, ok in zip(lost, recovered, strict=True) if x > 0 or not ok]
     counts = [x for x in lost if x > 0]
     low, high = interval(len(losing), n, confidence)
-    return Verdict(n, len(losing), sum(1 for ok in recovered if not ok),
+    return Verdict(n, len(losing), sum(1 for ok in recovered if not ok), len(counts),
                    statistics.median(counts) if counts else None,
                    max(counts) if counts else None,
                    upper_bound(len(losing), n, confidence), low, high)
+
+
+def streak_p(outcomes: Sequence[bool]) -> float | None:
+    """How likely so few runs of alike outcomes (losing / not losing cuts, in order) are
+    if the cuts are independent: the exact one-sided Wald-Wolfowitz runs test, P(R <= r)
+    given the counts. None when every cut went the same way (nothing to test). A small
+    value says losses come in streaks, and the bound above (which assumes independent
+    cuts) claims too much: docs/durability.md."""
+    ones = sum(1 for o in outcomes if o)
+    zeros = len(outcomes) - ones
+    if ones == 0 or zeros == 0:
+        return None
+    runs = 1 + sum(1 for a, b in itertools.pairwise(outcomes) if a != b)
+    total = math.comb(ones + zeros, ones)
+
+    def exactly(r: int) -> int:
+        k, odd = divmod(r, 2)
+        if not odd:
+            return 2 * math.comb(ones - 1, k - 1) * math.comb(zeros - 1, k - 1)
+        return (math.comb(ones - 1, k - 1) * math.comb(zeros - 1, k)
+                + math.comb(ones - 1, k) * math.comb(zeros - 1, k - 1))
+
+    return sum(exactly(r) for r in range(2, runs + 1)) / total
