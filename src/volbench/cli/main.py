@@ -20,7 +20,7 @@ from volbench.engine import experiment, kinds
 from volbench.engine.defaults import default_experiment
 from volbench.engine.faultrun import plan_lines
 from volbench.engine.importer import IMPORTERS, import_files
-from volbench.engine.plan import closure, make_plan
+from volbench.engine.plan import closure, cut_summary, make_plan
 from volbench.engine.runner import preflight, run_experiment
 from volbench.store import location
 from volbench.store.db import Store, database_problem
@@ -88,6 +88,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
         print(f"{i:4d} {tag:>4} {run.target:<16} {line}")
     for line in plan_lines(exp.workloads, exp.targets, lambda name: closure(exp, name)):
+        print(line)
+    for line in cut_summary(plan, args.runs):
         print(line)
     try:
         preflight(exp, plan)

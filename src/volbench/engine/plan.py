@@ -200,3 +200,23 @@ def build_order(experiment: Experiment) -> list[str]:
         done.append(ready)
         pending.remove(ready)
     return done
+
+
+def cut_summary(plan: Plan, repetitions: int | None = None) -> list[str]:
+    """How many runs the power cuts cut and how long they take with their recoveries
+    (`volbench plan`)."""
+    exp = plan.experiment
+    out = []
+    for spec in exp.workloads:
+        fault = cut_of(spec)
+        if fault is None:
+            continue
+        runs = [r for r in plan.runs(repetitions) if r.workload == spec.name and not r.warmup]
+        each = sum(min(WORKLOAD_KINDS[spec.tool].estimate(spec, r.params), cut_moment(fault))
+                   + CUT_RECOVERY_S for r in runs)
+        cases = len({r.case_key for r in runs})
+        out.append(f"power cuts of {spec.name}: {len(runs)} run(s) cut "
+                   f"({len(runs) // max(1, cases)} per case, on {cases} target-case "
+                   f"pair(s)), about {each / 60:.0f} min with their recoveries "
+                   f"(~{CUT_RECOVERY_S:g} s each in the lab)")
+    return out

@@ -6,8 +6,10 @@ in a device-mapper device `vbcut-NAME` (/dev/mapper/vbcut-NAME): the disk's data
 own offsets, where LVM, md or blkid would see it twice). Targets are built on it
 (BuildContext.redirect). Its table is swapped under the live stack:
 
-    idle        linear over the data region (`vbcut-NAME-base`)
-    cycle       write-back disk: log-writes over the data region, logging into this
+    idle        linear over the data region
+    cycle       write-back disk: log-writes over the data region (`vbcut-NAME-base`, made
+                for the cycle only: while it exists, LVM would find the stack's PV label
+                on it as on the top, so nothing that scans runs then), logging into this
                 disk's slice of the lab's log disk (`vbcut-NAME-log`): a write is
                 logged once a flush that followed its completion completed (or at
                 once for FUA), so the log is what the disk had made durable
@@ -23,8 +25,9 @@ own offsets, where LVM, md or blkid would see it twice). Targets are built on it
     cut         every disk's device suspended (I/O in flight completes, new I/O waits),
                 then an `error` table: whatever the stack above does from then on fails
     restore     the stack above gone, the log complete (its destructor runs as the
-                table goes), the host puts the image back to what the disk had made
-                durable (lab/cutdisks.py), and the idle table returns
+                table goes), the cycle's devices removed, the host puts the image back to
+                what the disk had made durable (lab/cutdisks.py), and the idle table
+                returns
 
 The cut's moment is taken just before the first suspend; the suspends follow within
 milliseconds (ioctls, system/block/dmctl.py). They are not simultaneous, and need not
@@ -85,9 +88,10 @@ class CutDisk:
     writeback_s: float
     slot: int | None
     data_sectors: int = 0
-    base: dmctl.Info | None = None
+    raw: str = ""
     log: dmctl.Info | None = None
-    lying_devices: list[str] = field(default_factory=list)
+    # The devices a cycle made under the top (removed, in this order, at the restore).
+    cycle_devices: list[str] = field(default_factory=list)
 
     @property
     def top(self) -> str:
@@ -97,6 +101,10 @@ class CutDisk:
     def logged(self) -> bool:
         """Does a cycle log this disk (write-back or lying: a volatile cache)?"""
         return self.write_cache != WRITE_THROUGH
+
+    def idle_table(self) -> list[Target]:
+        """The data region, straight (outside a cycle, and when the power is back)."""
+        return _linear(self.raw, DATA_OFFSET // SECTOR, self.data_sectors)
 
     def log_span(self) -> tuple[int, int]:
         assert self.slot is not None
@@ -174,20 +182,17 @@ def wrap(scope: Scope, disks: Sequence[CutDisk]) -> dict[str, str]:
     redirect: dict[str, str] = {}
     for disk in disks:
         entry = scope.add("powercut-disk", name=disk.name, devices=[])
-        raw = os.path.realpath(f"{BY_ID}{disk.name}")
-        disk.data_sectors = _sectors(raw) - (DATA_OFFSET + DATA_TAIL) // SECTOR
+        disk.raw = os.path.realpath(f"{BY_ID}{disk.name}")
+        disk.data_sectors = _sectors(disk.raw) - (DATA_OFFSET + DATA_TAIL) // SECTOR
         if disk.data_sectors <= 0:
             raise FaultError(f"lab disk {disk.name} is too small for a power cut")
-        made: list[str] = []
-        names = [f"{disk.top}-base", *([f"{disk.top}-log"] if disk.logged else []), disk.top]
+        names = [*([f"{disk.top}-log"] if disk.logged else []), disk.top]
         scope.update(entry, devices=names)
-        disk.base = _made(names[0], _linear(raw, DATA_OFFSET // SECTOR, disk.data_sectors))
-        made.append(names[0])
         if disk.logged:
             offset, size = disk.log_span()
-            disk.log = _made(names[1], _linear(log_dev, offset // SECTOR, size // SECTOR))
+            disk.log = _made(names[0], _linear(log_dev, offset // SECTOR, size // SECTOR))
         dmctl.create(disk.top, cookie=dmctl.NO_AUTOASSEMBLY)
-        dmctl.load(disk.top, _linear(disk.base.devno, 0, disk.data_sectors))
+        dmctl.load(disk.top, disk.idle_table())
         dmctl.resume(disk.top, cookie=dmctl.NO_AUTOASSEMBLY)
         _wait_link(top_path(disk.name))
         redirect[f"{BY_ID}{disk.name}"] = top_path(disk.name)
@@ -265,14 +270,16 @@ class Power:
         return cycle
 
     def _cycle_table(self, disk: CutDisk) -> None:
-        assert disk.base is not None and disk.log is not None
+        assert disk.log is not None
+        base = _made(f"{disk.top}-base", disk.idle_table())
+        disk.cycle_devices = [base.name]  # removed at the restore; by name in an undo
         logging = [Target(0, disk.data_sectors, "log-writes",
-                          f"{disk.base.devno} {disk.log.devno}")]
+                          f"{base.devno} {disk.log.devno}")]
         if disk.write_cache != LYING:
             dmctl.load(disk.top, logging)
             return
         lw, lie = f"{disk.top}-lw", f"{disk.top}-lie"
-        disk.lying_devices = [lie, lw]  # removed at the restore; by name in an undo
+        disk.cycle_devices[:0] = [lie, lw]
         logger = _made(lw, logging)
         liar = _made(lie, _linear(logger.devno, 0, disk.data_sectors))
         dmctl.load(disk.top, _linear(liar.devno, 0, disk.data_sectors))
@@ -331,14 +338,13 @@ class Power:
             raise FaultError("the stack above the cut disks is still there: " + "; ".join(
                 f"{name} held by {', '.join(h)}" for name, h in held.items()))
         for disk in self.disks:
-            for name in disk.lying_devices:  # the log-writes destructor completes its log
+            for name in disk.cycle_devices:  # a log-writes destructor completes its log
                 dmctl.remove(name)
-            disk.lying_devices = []
+            disk.cycle_devices = []
         logged = [d for d in self.disks if d.logged]
         restored = _host("power-restore", logged) if logged else {}
         for disk in self.disks:
-            assert disk.base is not None
-            dmctl.load(disk.top, _linear(disk.base.devno, 0, disk.data_sectors))
+            dmctl.load(disk.top, disk.idle_table())
             dmctl.resume(disk.top, cookie=dmctl.NO_AUTOASSEMBLY)
         if self._entry is not None:
             self.scope.forget(self._entry)
@@ -377,7 +383,8 @@ def _undo_disk(data: Mapping[str, Any]) -> None:
     made = [str(n) for n in data.get("devices", [])]
     _error_if_suspended(made)
     top = made[-1] if made else ""
-    order = [top, f"{top}-lie", f"{top}-lw", *reversed(made[:-1])] if top else []
+    cycle = [f"{top}-lie", f"{top}-lw", f"{top}-base"]
+    order = [top, *cycle, *reversed(made[:-1])] if top else []
     for name in order:
         if dmctl.exists(name):
             dmctl.remove(name)

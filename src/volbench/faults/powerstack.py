@@ -272,26 +272,31 @@ def down(stacks: Sequence[Stack], steps: Steps) -> None:
             for m in reversed(layer.mounts):
                 if is_mounted(Path(m.target)):
                     steps.run(["umount", "-l", m.target], check=False)
-    for stack in stacks:
-        for disk in stack.disks:
-            for holder in _holders(dmctl.info(f"vbcut-{disk}").node):
-                _release(holder, steps)
 
 
 def wait_released(disks: Sequence[str], steps: Steps,
                   timeout: float = RELEASE_TIMEOUT) -> None:
-    """Until no cut disk is open (a lazily unmounted filesystem goes once its last
-    user has); StackError naming what still holds one after `timeout`."""
+    """Until no cut disk is open: what is stacked on one is stopped or removed (again,
+    each round: an array or LV is busy until the lazily unmounted filesystem on it has
+    gone with its last user); StackError naming what still holds one after `timeout`."""
     started = time.monotonic()
+    tried: set[str] = set()
     while True:
         held = [d for d in disks if dmctl.info(f"vbcut-{d}").open_count]
         if not held:
             steps.add("disks released", 0, time.monotonic() - started)
             return
+        for disk in held:
+            for holder in _holders(dmctl.info(f"vbcut-{disk}").node):
+                _release(holder, steps if holder not in tried else Steps())
+                tried.add(holder)
         if time.monotonic() - started > timeout:
+            found = {d: _holders(dmctl.info(f"vbcut-{d}").node) for d in held}
             raise StackError(f"disks {', '.join(held)} are still open {timeout:g} s after "
-                             "their stack was taken down (a process or a mount holds them)")
-        time.sleep(0.1)
+                             "their stack was taken down (held by: " + "; ".join(
+                                 f"{d}: {', '.join(h) or 'an open file or mount'}"
+                                 for d, h in found.items()) + ")")
+        time.sleep(0.2)
 
 
 # -- up ------------------------------------------------------------------------------------
