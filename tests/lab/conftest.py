@@ -61,6 +61,7 @@ from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
 from test_powercut_lab import EXPERIMENT as POWERCUT
 from test_powercut_lab import GUEST_SCRIPT as POWERCUT_SCRIPT
 from test_powercut_lab import step_args as powercut_args
+from test_powercut_run_lab import EXPERIMENT as POWERCUT_RUN
 from test_precondition_lab import EXPERIMENT as PRECONDITION
 from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
@@ -71,7 +72,7 @@ from volbench.engine import experiment
 from volbench.faults import powercut
 from volbench.faults.powerstack import lab_disks
 from volbench.lab import DEFAULT_MODULES, run_in_vm
-from volbench.lab.labrun import lab_of
+from volbench.lab.labrun import lab_of, with_cut_log
 
 MiB = 1024**2
 NFS_DISK = LabDisk("store", 600 * MiB, "fast")
@@ -133,7 +134,7 @@ STEP_FILES = {
     "qmpiscsi": ("test_faults_qmp_iscsi_lab.py",), "pull": ("test_faults_pull_lab.py",),
     "timeouts": ("test_faults_timeouts_lab.py",), "faults": ("test_faults_lab.py",),
     "rebuild": ("test_rebuild_lab.py",), "faultkill": ("test_fault_kills_lab.py",),
-    "powercut": ("test_powercut_lab.py",),
+    "powercut": ("test_powercut_lab.py",), "powercutrun": ("test_powercut_run_lab.py",),
 }
 
 
@@ -164,13 +165,14 @@ def shared_boot(request: pytest.FixtureRequest,
     runs = {name: text for name, text in {
         "thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
         "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS, "faults": FAULTS,
-        "rebuild": REBUILD}.items() if name in wanted}
+        "rebuild": REBUILD, "powercutrun": POWERCUT_RUN}.items() if name in wanted}
     own = {"guard": LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
            "nfshop": LabSpec(disks=(NFS_DISK,)), "faultkill": KILL_LAB}
     specs = [spec for name, spec in own.items() if name in wanted]
     for name, text in runs.items():
         (out / f"{name}.yaml").write_text(text)
-        specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
+        exp = experiment.load(out / f"{name}.yaml")
+        specs.append(with_cut_log(exp, lab_of(exp, name)))
     (out / "guard.py").write_text(GUARD_SCRIPT)
     (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
     (out / "faultkill.py").write_text(KILLS_SCRIPT)
@@ -193,6 +195,8 @@ def shared_boot(request: pytest.FixtureRequest,
         {"name": "powercut", "script": str(out / "powercut.py"),
          "args": powercut_args(out, TESTS)},
     ]
+    # The `volbench run` of a power cut last (after the ground truth's script).
+    every.sort(key=lambda step: step["name"] == "powercutrun")
     plan = [step for step in every if step["name"] in wanted]
     (out / "steps-plan.json").write_text(json.dumps(plan))
     disks, classes = _merged(specs)

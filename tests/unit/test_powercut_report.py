@@ -67,3 +67,12 @@ def test_the_answer_never_calls_a_forgetful_target_plainly_faster(tmp_path: Path
     assert "lost acknowledged writes in 6 of 20 cuts (median 30, up to 30)" in details
     page = report.render(load(db), "html")
     assert 'id="durability"' in page
+
+
+def test_a_power_cut_window_of_a_huge_number_is_a_problem_not_a_crash() -> None:
+    from volbench.config.faults import parse_faults
+    from volbench.config.fields import Reader
+    problems: list = []  # type: ignore[type-arg]
+    parse_faults(Reader({"faults": [{"action": "power-cut",
+                                     "at": {"between": ["8s", 10**400]}}]}, "w", problems))
+    assert problems and "at" in str(problems[0])

@@ -140,7 +140,7 @@ def units_duration(fr: Reader, key: str, value: object) -> float | None:
     """One time of a window, or None (a problem recorded)."""
     try:
         return units.parse_duration(value)  # type: ignore[arg-type]
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         fr.problem(key, str(exc) or "expected a duration such as 10s")
         return None
 

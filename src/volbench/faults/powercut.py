@@ -64,6 +64,10 @@ DATA_TAIL = MiB
 LOG_DISK = "vbcutlog"
 LOG_CLASS = "vbcut-log"
 LOG_SLICE = 4 * 1024**3
+# Slices on the log disk: one size whatever the experiment (the lab's disks, at most 62,
+# fit), so labs merged for a shared boot agree on it; sparse, only what a cycle writes
+# takes host space.
+LOG_SLOTS = 64
 PREFIX = "vbcut-"
 # The host copies a disk's data for a cycle's base, or puts a disk back after a cut.
 HOST_TIMEOUT = 600.0
@@ -138,7 +142,7 @@ def cut_disks(spec: LabSpec, names: Sequence[str]) -> list[CutDisk]:
 def log_disk(spec: LabSpec, names: Sequence[str]) -> tuple[LabDisk, ...]:
     """The lab's log disk for these wrapped disks (none when none has a cache)."""
     slots = sum(1 for d in cut_disks(spec, names) if d.logged)
-    return (LabDisk(LOG_DISK, max(1, slots) * LOG_SLICE, LOG_CLASS),) if slots else ()
+    return (LabDisk(LOG_DISK, LOG_SLOTS * LOG_SLICE, LOG_CLASS),) if slots else ()
 
 
 def with_log_disk(spec: LabSpec, names: Sequence[str]) -> LabSpec:
