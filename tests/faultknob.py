@@ -26,8 +26,9 @@ def _undo(data: Mapping[str, Any]) -> None:
     undo_now(_undo_commands, data)
 
 
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A file standing for a kernel knob; the fake action writes 'faulted' into it."""
+def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampled: bool = False) -> Path:
+    """A file standing for a kernel knob; the fake action writes 'faulted' into it (with
+    `sampled`, the run samples the knob while the fault is in effect, as md's rebuild)."""
     path = tmp_path / "knob"
     path.write_text("normal")
     monkeypatch.setenv("VOLBENCH_STATE_DIR", str(tmp_path / "state"))
@@ -36,7 +37,8 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
              caps: object = None) -> Action:
         return Action(fault.action, "fault-test-knob", {"path": str(path)},
                       lambda: [Command(path=str(path), text="faulted")], _undo_commands,
-                      facts={"knob": "test"})
+                      facts={"knob": "test"},
+                      sample=(lambda: {"knob": path.read_text()}) if sampled else None)
 
     monkeypatch.setattr(faultrun, "make_action", make)
     return path

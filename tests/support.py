@@ -125,9 +125,13 @@ lab:
   disks:
     - {name: d1, size: 1G, class: standard}
     - {name: d2, size: 1G, class: fast}
+    - {name: d3, size: 1G, class: free}
+  classes:
+    free: {}      # no cap: what the guest itself delivers at that moment (tests/lab/test_lab.py)
 targets:
   - {name: standard, type: disk, device: /dev/disk/by-id/virtio-d1, fs: none}
   - {name: fast, type: disk, device: /dev/disk/by-id/virtio-d2, fs: none}
+  - {name: free, type: disk, device: /dev/disk/by-id/virtio-d3, fs: none}
 workloads:
   - {name: rand4k, tool: fio, rw: randread, bs: 4k, iodepth: 32, size: 256M, runtime: 6s,
      options: {ramp_time: "2"}}

@@ -55,7 +55,7 @@ from test_faults_pull_lab import EXPERIMENT as PULL
 from test_faults_qmp_iscsi_lab import EXPERIMENT as QMP_ISCSI
 from test_faults_timeouts_lab import EXPERIMENT as TIMEOUTS
 from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
-from test_nfs_hop_lab import DELAY_MS
+from test_nfs_hop_lab import DELAY_MS, PING_INTERVAL_S
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
 from test_powercut_lab import EXPERIMENT as POWERCUT
@@ -66,6 +66,7 @@ from test_precondition_lab import EXPERIMENT as PRECONDITION
 from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
 
+import hostload
 from support import TESTS, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
 from volbench.engine import experiment
@@ -107,7 +108,11 @@ for step in steps:
     for file in (f"{name}.db", f"{name}-report.md"):
         if "script" not in step and Path("/srv", file).exists():
             shutil.copyfile(Path("/srv", file), out / file)
-    done[name] = {"code": code, "seconds": time.monotonic() - started}
+    # Wall-clock times too: the host's load during each step goes into the message of a
+    # test that fails on it (tests/hostload.py; the guest's clock is the host's, from QEMU).
+    done[name] = {"code": code, "seconds": time.monotonic() - started,
+                  "ended_at": time.time()}
+    done[name]["started_at"] = done[name]["ended_at"] - done[name]["seconds"]
     (out / "steps.json").write_text(json.dumps(done, indent=1))
     print(f"== step {name}: exit {code} in {done[name]['seconds']:.0f} s", flush=True)
 """
@@ -188,7 +193,7 @@ def shared_boot(request: pytest.FixtureRequest,
         (out / f"{name}.yaml").write_text(json.dumps(doc))
     every: list[dict[str, Any]] = [
         {"name": "nfshop", "script": str(out / "nfshop.py"),
-         "args": [str(out), str(TESTS), str(DELAY_MS), "hop", "curve"]},
+         "args": [str(out), str(TESTS), str(DELAY_MS), str(PING_INTERVAL_S), "hop", "curve"]},
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
@@ -205,9 +210,14 @@ def shared_boot(request: pytest.FixtureRequest,
     result = run_in_vm(spec, [sys.executable, str(out / "steps.py"), str(out)], out, timeout=5400,
                        workdir=work)
     assert result.returncode == 0, result.console[-4000:]
+    # Every folder of the guest's cached view of the host's files was mounted (lab/guest.py).
+    assert not (out / ".lab" / "uncached").exists(), (out / ".lab" / "uncached").read_text()
     assert list(work.iterdir()) == []
     work.rmdir()
     steps = json.loads((out / "steps.json").read_text())
+    for name, step in steps.items():
+        hostload.add_window(STEP_FILES[name], f"lab step {name}", step["started_at"],
+                            step["ended_at"])
     print(f"shared lab boot: guest booted in {result.boot_seconds} s, VM {result.elapsed:.0f} s; "
           + ", ".join(f"{n} {s['seconds']:.0f} s (exit {s['code']})" for n, s in steps.items()))
     (out / "console.log").write_text(result.console)

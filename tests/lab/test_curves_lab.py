@@ -4,6 +4,14 @@ tests/lab/test_nfs_hop_lab.py (`nfs_hop_boot`, tests/lab/conftest.py).
 
 The NFS curve sits on a latency floor: at every offered load each read waits one round
 trip longer than on the disk itself, and NFS saturates lower.
+
+Why these checks need no reference beyond the disk's own curve (issue 35): both are
+lower bounds that load cannot break on its own. netem never delivers a packet before its
+delay, so at every step the hop's mean latency exceeds the disk's by at least 0.8 of the
+2 ms set, however late the guest's timers fire (a busy host adds to both sides, and to the
+hop's twice: its delay is a timer); and every NFS read is also a read of the same disk, so
+NFS cannot saturate above it. What could break the first is load that hits the disk's
+steps much harder than the hop's a few seconds later: the spread below says how far that is.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 import pytest
 from test_nfs_hop_lab import DELAY_MS, STORE
 
+from bounds import within
 from volbench import report
 from volbench.store.db import Store
 
@@ -58,5 +67,8 @@ def test_nfs_over_a_hop_has_a_latency_floor_the_plain_disk_has_not(
         # The floor: one round trip more than the disk at every offered load. (The disk's
         # own latency is not asserted: in the emulated guest it follows the host's load,
         # 7 ms at 10 % was seen on a host with load average 14.)
-        assert nfs[step]["lat_mean"] - disk[step]["lat_mean"] > 0.8 * rtt, (step, disk, nfs)
-    assert curves["hop"]["saturation_iops"] < curves["store"]["saturation_iops"]
+        within(f"nfs curve: hop over disk at {step} (s)",
+               nfs[step]["lat_mean"] - disk[step]["lat_mean"], low=0.8 * rtt,
+               reference=f"disk {disk[step]['lat_mean']:.6f} s, nfs {nfs[step]['lat_mean']:.6f} s")
+    within("nfs curve: hop's saturation over the disk's",
+           curves["hop"]["saturation_iops"] / curves["store"]["saturation_iops"], high=1.0)

@@ -12,8 +12,8 @@ on a fast disk (disk names fm1, fm2, fn1, fd1, ft1: unique across the shared boo
 - writes (fio 4k random writes, QD4, 30 s) on NFSv3: nfsd stopped at 8 s for 15 s.
   A hard mount: no I/O error, a stall at least as long as the outage (from `rpc.nfsd 0`
   done to `rpc.nfsd 8` done: in the loaded VM each took ~15 s, so the outage was 16 s),
-  the level after on its own (measured: no writes back within 52 s: the client
-  retransmits after timeo=600, 60 s; fio's 30 s run ended after 89 s, when they were).
+  the level after on its own (with the default timeo=600 no writes came back within 52 s
+  and fio's 30 s run ended after 89 s; the mount now says timeo=50, 5 s).
 The runs of each workload on the other target are plain runs (no fault, no phases).
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from volbench.store.db import Store
 
 EXPERIMENT = """
@@ -40,8 +41,10 @@ lab:
 targets:
   - {name: r1, type: mdraid, level: raid1, fs: none,
      devices: [/dev/disk/by-id/virtio-fm1, /dev/disk/by-id/virtio-fm2]}
+  # timeo=50: the client retries 5 s after a lost request instead of 60 s, so the writes
+  # come back within seconds of the restart and the run ends near its 30 s (was 89 s).
   - {name: n3, type: nfs, version: 3, device: /dev/disk/by-id/virtio-fn1,
-     mount_options: [hard, nolock]}
+     mount_options: [hard, nolock, timeo=50]}
   - {name: lv1, type: lvm, devices: [/dev/disk/by-id/virtio-fd1], fs: none}
   # A pool a little larger than the 128M the runs lay out: little to fill (the fill of
   # 128M free took 46 s with its LVM steps in the loaded VM, longer than the run).
@@ -104,8 +107,13 @@ def check(db: Path) -> None:
     print("raid1:", {k: v for k, v in got.items() if k[1]}, events)
     assert [(e["action"], e["phase"], e["error"]) for e in events] == [
         ("fail", "fail", None), ("restore", "restore", None)]
-    assert got[("iops", "before")] == pytest.approx(300, rel=0.1)
-    assert got[("iops", "fail")] == pytest.approx(150, rel=0.1)
+    before, fail = got[("iops", "before")], got[("iops", "fail")]
+    assert before is not None and fail is not None
+    within("md raid1: both mirrors (op/s)", before, low=0.9 * 300, high=1.1 * 300)
+    within("md raid1: one mirror (op/s)", fail, low=0.9 * 150, high=1.1 * 150)
+    # Paired: the same run's seconds before the fail are the reference.
+    within("md raid1: degraded over both", fail / before, low=0.42, high=0.58,
+           reference=f"before {before:.1f}, degraded {fail:.1f} op/s")
     assert got[("rebuild_progress", "")] is not None
     assert events[0]["facts"]["speed_limits"]["speed_limit_min"] > 0
 
@@ -122,12 +130,15 @@ def check(db: Path) -> None:
     outage = events[1]["started_s"] - events[0]["done_s"]
     # The schedule kept its 15 s; `rpc.nfsd 0` itself took 1.1-14.5 s in the loaded VM, so
     # the outage is whatever is left of them (13.6 s seen), and the stall at least that.
-    assert events[1]["started_s"] - events[0]["started_s"] >= 14.5
-    assert got[("stall_seconds", "")] >= outage - 1.0  # whole seconds of the log
+    within("nfs stop: schedule (s)", events[1]["started_s"] - events[0]["started_s"], low=14.5)
+    stall = got[("stall_seconds", "")]
+    assert stall is not None
+    within("nfs stop: stall over outage (s)", stall - outage, low=-1.0,  # whole log seconds
+           reference=f"outage {outage:.1f} s, stall {stall:.1f} s")
     assert got[("iops", "stop")] == 0.0
     assert got[("io_errors", "")] == 0  # a hard mount: the writes wait, none fails
     # The level after is reported on its own; it need not equal before (the client
-    # retransmits after its timeo, 60 s over TCP: the writes may not be back yet).
+    # retransmits after its timeo, 5 s here and growing: the writes may not be back yet).
     assert ("iops", "after") in got
     assert "faults" not in runs[("n3", "reads")].annotations
     assert "faults" not in runs[("r1", "writes")].annotations
@@ -152,8 +163,10 @@ def dm_faults(runs) -> None:  # type: ignore[no-untyped-def]
     assert events[0]["facts"]["table"].split()[2] == "linear"
     before, during = got[("lat_mean", "before")], got[("lat_mean", "delay")]
     assert during is not None and before is not None
-    assert during >= 0.100  # every read held 100 ms
-    assert during - before >= 0.050  # (queueing at the disk before shrinks the difference)
+    within("dm delay: mean latency while delayed (s)", during, low=0.100)  # each read 100 ms
+    # (queueing at the disk before shrinks the difference)
+    within("dm delay: over before (s)", during - before, low=0.050,
+           reference=f"before {before:.4f} s")
     failing = runs[("lv1", "writes")]
     got = values(failing)
     events = failing.annotations["faults"]["events"]
@@ -180,8 +193,12 @@ def thin_exhausted(runs) -> None:  # type: ignore[no-untyped-def]
     events = recorded["events"]
     print("thin exhaust:", {k: v for k, v in got.items() if k[1]}, events,
           recorded["samples"][:12])
-    assert [(e["action"], e["phase"], e["error"]) for e in events] == [
-        ("exhaust", "exhaust", None), ("free", "after", None)]
+    # `free` is asked for at 20 s, but it waits for exhaust's own LVM steps: they took 20 s
+    # in a loaded VM, and more than 25 s on a busy machine with a second VM beside it
+    # (2026-11-28: `free` began after fio's 30 s, at the run's teardown). What is judged
+    # does not depend on when: ENOSPC while full, the pool writable again, nothing lost.
+    assert [(e["action"], e["error"]) for e in events] == [("exhaust", None), ("free", None)]
+    assert events[0]["phase"] == "exhaust" and events[1]["phase"] in ("after", "teardown")
     assert events[0]["facts"]["when_full"] == "error_if_no_space"
     pools = [s["thin_pool"] for s in recorded["samples"] if s.get("thin_pool")]
     assert any(p["free_chunks"] == 0 for p in pools), pools  # the pool was full

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import LAB_EXPERIMENT as EXPERIMENT
 from support import need, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, WRITE_BACK, DiskClass
@@ -75,7 +77,6 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             str(base / "exp.yaml"),
             "--db",
             str(db),
-            "--quiet",
             "--workdir",
             str(work),
         ],
@@ -102,7 +103,7 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
     assert f"results in {lab_run['db']}" in done.stdout
     assert (lab_run["base"] / "results-report.md").exists()
     console = (lab_run["base"] / "results-lab-console.log").read_text()
-    assert "2 ok" in console  # the guest's own summary line
+    assert "3 ok" in console  # the guest's own summary line
     with Store(lab_run["db"], create=False) as store:
         (row,) = store.experiments()
         assert row.name == "lab-classes" and row.status == "done"
@@ -112,6 +113,7 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
     recorded = {d["name"]: d for d in row.environment["lab"]["disks"]}
     assert recorded["d1"]["caps"] == {"iops": 500, "bps": 50 * MiB}
     assert recorded["d2"]["caps"] == {"iops": 2000, "bps": 200 * MiB}
+    assert recorded["d3"]["caps"] == {}
     assert {d["write_cache"] for d in recorded.values()} == {"write-through"}
     for name, by_id in (("standard", "virtio-d1"), ("fast", "virtio-d2")):
         disk = targets[name].info["disk"]
@@ -124,15 +126,43 @@ def test_lab_run_brings_results_back(lab_run: dict[str, Any]) -> None:
 
 @pytest.mark.lab
 @pytest.mark.slow
+def test_the_guest_s_progress_reaches_the_host(lab_run: dict[str, Any]) -> None:
+    """The guest's run writes its progress as events; the host draws them (here without
+    a terminal: plain lines with the time left, cli/progress.py)."""
+    done = lab_run["done"]
+    lines = done.stderr.splitlines()
+    assert any(re.fullmatch(r"3 runs planned, about \d+ s", line) for line in lines), done.stderr
+    finished = [line for line in lines if re.fullmatch(
+        r"[123]/3 (standard|fast|free) rand4k .*rep 1: read [\d.]+ op/s  \[.+ elapsed, .+ left\]",
+        line)]
+    assert len(finished) == 3, done.stderr
+    assert "3 ok" in done.stdout  # the guest's console still comes through
+
+
+@pytest.mark.lab
+@pytest.mark.slow
 def test_lab_disks_run_at_their_class_cap(lab_run: dict[str, Any]) -> None:
+    """Each class's disk reads at its cap: never above it (+3 %, QEMU's throttle), and not
+    below it (-3 %) unless the guest itself could not go faster at that moment, which the
+    uncapped disk read seconds later shows (paired, issue 35): on a host at load ~10 the
+    2000-IOPS class read 1760 and 1935 (beside a second VM), for want of emulated CPU,
+    not of the throttle. Then the class must reach 97 % of what the guest delivered."""
     assert lab_run["done"].returncode == 0, lab_run["done"].stderr
     with Store(lab_run["db"], create=False) as store:
         runs = {r.target: r for r in store.runs([store.experiments()[0].id])}
+
+    def read_iops(name: str) -> float:
+        (iops,) = [m.value for m in runs[name].metrics
+                   if m.name == "iops" and m.tags.get("op") == "read"]
+        assert iops is not None
+        return float(iops)
+
+    free = read_iops("free")
     for name, cap in (("standard", 500), ("fast", 2000)):
-        (iops,) = [
-            m.value for m in runs[name].metrics if m.name == "iops" and m.tags.get("op") == "read"
-        ]
-        assert iops is not None and abs(iops - cap) <= 0.03 * cap, (name, iops, cap)
+        iops = read_iops(name)
+        within(f"lab class cap: {name}, over its cap", iops / cap, high=1.03)
+        within(f"lab class cap: {name}, over the lower of its cap and the guest's rate",
+               iops / min(cap, free), low=0.97, reference=f"uncapped disk {free:.0f} op/s")
 
 
 @pytest.mark.lab
@@ -251,7 +281,7 @@ def test_guard_refuses_pv_lv_holder_and_md_in_the_lab(guard_in_lab: dict[str, An
 def test_guest_drops_caches_and_throttles_with_blkio(guard_in_lab: dict[str, Any]) -> None:
     checks, result = guard_in_lab["checks"], guard_in_lab["result"]
     assert checks["drop_caches"] == "ok"
-    assert abs(checks["blkio_iops"] - 300) <= 0.05 * 300, checks["blkio_iops"]
+    within("lab blkio cap 300 (op/s)", checks["blkio_iops"], low=0.95 * 300, high=1.05 * 300)
     assert result.modules_missing == ()
     assert result.boot_seconds is not None and 0 < result.boot_seconds < result.elapsed
 
@@ -265,7 +295,8 @@ def test_write_through_class_sends_no_flushes(guard_in_lab: dict[str, Any]) -> N
     assert through["write_cache"] == "write through" and through["flushes"] == 0
     assert checks["lv_write_cache"] == "write through"
     # with no flushes to wait for, fsync-per-write runs at the class's cap
-    assert abs(through["iops"] - 500) <= 0.05 * 500, through
+    within("lab write-through fsync per write (op/s)", through["iops"], low=0.95 * 500,
+           high=1.05 * 500, reference=str(through))
 
 
 @pytest.mark.lab

@@ -8,16 +8,35 @@ mount over loopback, on an NFS mount made from a client namespace (its RPC traff
 crosses the delayed link), and from fio servers in both namespaces at once, each on
 its own mount of the same export. The latency penalty of the hop must show, and be
 the delay's size; teardown must leave no mount, export or namespace.
+
+Paired, same-moment design (issue 35). The hop's cost is measured against two references
+taken under the same CPU conditions as it:
+- loopback, in short alternating slices: REPEAT interleaved rounds of RUNTIME runs, so each
+  round's hop run sits beside a loopback run seconds apart; the check is on the median of
+  the rounds' differences;
+- the link's own round trip, from `ping` across the same delayed veth pair during the whole
+  experiment: the emulated guest's timers fire late when the host is short of CPU, and
+  netem's delay is a timer, so on a loaded host a round trip costs more than the 2 ms set
+  (8.6 ms median seen at a load average of 10). The hop may cost no more than 1.5 of the
+  fast round trips the link showed at that moment, plus HOP_SLACK_S for the RPC's own
+  extra (veth, the client's namespace).
+Both on the fast end of the latencies (the 5th percentile: see the test's doc). The lower
+bound needs no reference: netem never delivers a packet before its delay, so even the
+fastest read through the hop is 0.8 of the 2 ms set slower than the fastest on loopback.
+Spread (bench/test_bounds.py, 2026-11-28): see `test_the_hop_costs_one_round_trip_per_io`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bounds import within
 from volbench.store.db import Store
 
 MiB = 1024**2
@@ -30,8 +49,11 @@ FIO = {
     "bs": "4k",
     "iodepth": 1,
     "size": "32M",
-    "runtime": "4s",
+    "runtime": "2s",
 }
+REPEAT = 4
+HOP_SLACK_S = 0.0005
+PING_INTERVAL_S = 0.2
 NFS = {"type": "nfs", "on": ["store"], "version": "3", "mount_options": ["nolock"]}
 
 EXPERIMENT: dict[str, Any] = {
@@ -48,7 +70,8 @@ EXPERIMENT: dict[str, Any] = {
         {"name": "clients", "type": "hosts", "hosts": ["c1", "c2"], "on": ["hop", "hop2"]},
     ],
     "workloads": [FIO],
-    "repeat": 1,
+    "repeat": REPEAT,
+    "order": "interleaved",
 }
 
 # The namespaces are the test's "network"; volbench only mounts through them.
@@ -75,11 +98,17 @@ with hostlab.namespaces(2) as hosts:
     result["qdisc"] = qdisc.stdout.splitlines()
     # One experiment per name after the delay (NAME.yaml -> NAME.db), in one boot.
     # SQLite needs a local filesystem: the 9p share gives "disk I/O error".
+    # The link's own round trip while they run: ping across the first pair (-D: times).
     result["run_codes"] = {}
-    for name in sys.argv[4:]:
-        result["run_codes"][name] = cli.main(["run", str(out / f"{name}.yaml"), "--db",
-                                              f"/srv/{name}.db", "--quiet"])
-        shutil.copyfile(f"/srv/{name}.db", out / f"{name}.db")
+    pinger = proc.start(["ip", "netns", "exec", hosts[0].netns, "ping", "-D", "-n", "-i",
+                         sys.argv[4], hosts[0].outside], log=out / "ping.txt")
+    try:
+        for name in sys.argv[5:]:
+            result["run_codes"][name] = cli.main(["run", str(out / f"{name}.yaml"),
+                                                  "--db", f"/srv/{name}.db", "--quiet"])
+            shutil.copyfile(f"/srv/{name}.db", out / f"{name}.db")
+    finally:
+        pinger.stop()
     mounts = Path("/proc/mounts").read_text().splitlines()
     result["nfs_mounts"] = [m for m in mounts if m.split()[2] in ("nfs", "nfs4")]
     done = proc.run(["exportfs", "-v"], timeout=60, check=False)
@@ -97,8 +126,21 @@ def hop(nfs_hop_boot: Path) -> dict[str, Any]:
     with Store(out / "hop.db", create=False) as store:
         (row,) = store.experiments()
         targets = {t.name: t for t in store.targets(row.id)}
-        runs = {r.target: r for r in store.runs([row.id])}
-    return {"checks": checks, "targets": targets, "runs": runs}
+        runs: dict[str, list[Any]] = {}
+        for r in store.runs([row.id]):
+            runs.setdefault(r.target, []).append(r)
+    text = (out / "ping.txt").read_text()
+    return {"checks": checks, "targets": targets, "runs": runs, "pings": pings_of(text),
+            "ping_text": text}
+
+
+_PING = re.compile(r"^\[(\d+\.\d+)\] .* time=([\d.]+) ms")
+
+
+def pings_of(text: str) -> list[tuple[float, float]]:
+    """(when, round trip in seconds) of each answered ping in `ping -D` output."""
+    return [(float(m[1]), float(m[2]) / 1000) for line in text.splitlines()
+            if (m := _PING.match(line))]
 
 
 def metric(run: Any, name: str, **tags: str) -> float:
@@ -112,21 +154,59 @@ def metric(run: Any, name: str, **tags: str) -> float:
     return float(value)
 
 
+def low_quantile(values: list[float], share: float = 0.05) -> float:
+    """The value below which `share` of them lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
 @pytest.mark.lab
 @pytest.mark.slow
 def test_the_hop_costs_one_round_trip_per_io(hop: dict[str, Any]) -> None:
+    """Each 4 KiB read at queue depth 1 waits for one RPC: the hop adds one round trip.
+
+    Judged on the fast end of each run's latencies (fio's 5th percentile), not the mean: a
+    host short of CPU adds scheduling waits to every path, and they do not simply add up
+    (on a busy host a loopback read took 11.98 ms on average, the hop's 13.31 ms, while the
+    link alone took 8.58 ms by ping: the link's wait overlapped waits the loopback path
+    also had), but the fastest reads are those that waited for no CPU, where the delay
+    netem adds to every packet stands alone. Bounds (module doc): 0.8 × the 2 ms set <
+    median over rounds of (hop − loopback at p5) < 1.5 × the link's own fast round trip
+    (ping, p5 during the hop's runs) + HOP_SLACK_S.
+    Before (2026-11-27, a fresh busy machine, one run each, means, no reference): loopback
+    4.39 ms, hop 11.85 ms, 7.46 ms added against a fixed bound of 5 ms."""
     checks, runs = hop["checks"], hop["runs"]
     assert checks["run_code"] == 0
-    assert {n: str(r.status) for n, r in runs.items()} == dict.fromkeys(runs, "ok")
+    assert {str(r.status) for rs in runs.values() for r in rs} == {"ok"}
     assert set(runs) == {"store", "loopback", "hop", "hop2", "clients"}
+    assert {n: len(rs) for n, rs in runs.items()} == dict.fromkeys(runs, REPEAT)
     rtt = 2 * DELAY_MS / 1000
-    local = metric(runs["loopback"], "lat_mean")
-    far = metric(runs["hop"], "lat_mean")
-    # Each 4 KiB read at queue depth 1 waits for one RPC: the hop adds one round trip.
-    assert 0.8 * rtt < far - local < 1.5 * rtt + 0.002, (local, far)
-    assert metric(runs["hop"], "iops") < 0.75 * metric(runs["loopback"], "iops")
+    fast = {n: {r.repetition: metric(r, "clat_p5") for r in runs[n]} for n in ("loopback", "hop")}
+    added = statistics.median(fast["hop"][rep] - fast["loopback"][rep] for rep in fast["hop"])
+    link = [t for when, t in hop["pings"]
+            if any(r.started <= when <= r.ended for r in runs["hop"])]
+    assert len(link) >= 5, (hop["pings"][:5], hop["ping_text"][:600])
+    mean = {n: statistics.median(metric(r, "lat_mean") for r in runs[n])
+            for n in ("loopback", "hop")}
+    reference = (f"p5 loopback {statistics.median(fast['loopback'].values()) * 1e3:.2f} ms, "
+                 f"hop {statistics.median(fast['hop'].values()) * 1e3:.2f} ms; means "
+                 f"{mean['loopback'] * 1e3:.2f} and {mean['hop'] * 1e3:.2f} ms; link by ping "
+                 f"p5 {low_quantile(link) * 1e3:.2f} ms, median "
+                 f"{statistics.median(link) * 1e3:.2f} ms ({len(link)} during the hop's runs)")
+    within("nfs hop: added per I/O at p5 (s)", added, low=0.8 * rtt,
+           high=1.5 * low_quantile(link) + HOP_SLACK_S, reference=reference)
+    within("nfs hop: link's fast round trip (s)", low_quantile(link), low=rtt,
+           reference=reference)
+    # Fewer reads a second through the hop: its mean is the loopback's plus the delay,
+    # less whatever of it overlapped waits for the CPU (the ratio is 0.3-0.5 on a quiet
+    # host, where the delay dominates; only the direction holds on any host).
+    within("nfs hop: mean latency over loopback's", mean["hop"] / mean["loopback"], low=1.0,
+           reference=reference)
     for host in ("c1", "c2"):
-        assert metric(runs["clients"], "lat_mean", host=host) - local > 0.8 * rtt, host
+        each = statistics.median(metric(r, "clat_p5", host=host) for r in runs["clients"])
+        within(f"nfs hop: {host}'s extra latency at p5 (s)",
+               each - statistics.median(fast["loopback"].values()), low=0.8 * rtt,
+               reference=reference)
 
 
 @pytest.mark.lab

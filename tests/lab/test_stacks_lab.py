@@ -4,7 +4,7 @@ The guest runs one Python process (GUEST_SCRIPT) that
 1. runs `volbench run` on ALL: every layout (LVM linear span, striped, thin volume, thin
    pool, thin snapshot; md RAID0 and RAID1; NFSv4.2 on another target and NFSv3 on a disk
    of its own; iSCSI through LIO with xfs and through tgt raw; a disk image on the LIO LUN's
-   filesystem as a loop disk), a 2-second fio on each,
+   filesystem as a loop disk), a 3-second fio on each (disks capped at CAP IOPS),
    then looks at the guest: no VG, md array, export, session, mount, loop device, cgroup,
    daemon, LIO target or journal may be left;
 2. starts `volbench run` on KILL (thin snapshot with a blkio limit, RAID10, NFSv3, LIO and
@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import need_lab
+from volbench.config.lab import DEFAULT_CLASSES, DiskClass
 from volbench.lab import LabDisk, LabSpec, run_in_vm
 from volbench.store.db import Store
 
@@ -30,6 +32,13 @@ MiB = 1024**2
 D = "/dev/disk/by-id/virtio-{}".format
 # xfs needs 300 MiB: a thin pool takes 90 % of a disk, its volume all of the pool.
 DISK_SIZE = 400 * MiB
+# Every disk capped at 150 IOPS, so two of them (a stripe, RAID0, RAID1's two mirrors: 300)
+# stay within what the emulated guest delivers on a busy host: at the standard class's 500,
+# a stripe read 646 IOPS for its 1000 on a host at load 8-10 with a second VM beside it
+# (2026-11-28), and the check "a stripe is twice one disk" failed for want of CPU, not of
+# striping. The faults step's disks are capped the same way for the same reason.
+CAP = 150
+CLASS = DiskClass("stack", iops=CAP, bps=50 * MiB)
 DISKS = ("p1", "l1", "l2", "t1", "t2", "n1", "o1", "s1", "m1", "m2", "m3", "m4", "f1", "i1", "i2")
 # ramp_time: QEMU's throttle lets a short burst through at the start of each run.
 FIO = {
@@ -87,7 +96,7 @@ ALL: dict[str, Any] = {
         {"name": "img", "type": "image", "on": ["lio"], "size": "64M", "allocation": "thick",
          "fs": "ext4"},
     ],
-    "workloads": [{**FIO, "runtime": "2s"}],
+    "workloads": [{**FIO, "runtime": "3s"}],
     "repeat": 1,
 }
 
@@ -100,7 +109,7 @@ KILL: dict[str, Any] = {
             "layout": "thin-snapshot",
             "wipe": True,
             "devices": [D("l1"), D("l2")],
-            "limits": {"read_iops": 300},
+            "limits": {"read_iops": 100},  # below the disks' cap: the cgroup binds
         },
         {
             "name": "kraid10",
@@ -229,7 +238,8 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (out / "all.yaml").write_text(json.dumps(ALL))
     (out / "kill.yaml").write_text(json.dumps(KILL))
     work = Path("/var/tmp/volbench-tests") / f"stacks-{os.getpid()}"
-    spec = LabSpec(disks=tuple(LabDisk(name, DISK_SIZE) for name in DISKS))
+    spec = LabSpec(disks=tuple(LabDisk(name, DISK_SIZE, CLASS.name) for name in DISKS),
+                   classes={**DEFAULT_CLASSES, CLASS.name: CLASS})
     result = run_in_vm(
         spec, [sys.executable, str(out / "checks.py"), str(out)], out, timeout=1800, workdir=work
     )
@@ -264,13 +274,17 @@ def test_every_layout_is_built_and_used(stacks: dict[str, Any]) -> None:
     }
     assert checks["run_code"] == 0
     plain = iops(runs["plain"])
-    assert abs(plain - 500) < 0.05 * 500, plain  # one standard disk (cap 500)
+    within("stacks: plain disk at its class's cap (op/s)", plain, low=0.95 * CAP,
+           high=1.05 * CAP)
     # The 32 MiB file sits on the span's first disk; stripes and RAID0 use both disks.
-    assert 0.85 < iops(runs["span"]) / plain < 1.15
+    # Paired: each layout against the plain disk of the same boot.
+    within("stacks: span over plain", iops(runs["span"]) / plain, low=0.85, high=1.15)
     for name in ("striped", "raid0", "raid1"):
-        assert iops(runs[name]) / plain > 1.7, (name, iops(runs[name]))
+        within(f"stacks: {name} over plain", iops(runs[name]) / plain, low=1.7,
+               reference=f"plain {plain:.0f} op/s")
     for name in ("thin", "pool", "snap", "nfs4", "nfs3", "lio", "tgt", "img"):
-        assert iops(runs[name]) > 100, (name, iops(runs[name]))
+        within(f"stacks: {name} over plain", iops(runs[name]) / plain, low=0.5,
+               reference=f"plain {plain:.0f} op/s")
 
 
 @pytest.mark.lab

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from support import tool
 from volbench.cli.main import main
+from volbench.cli.progress import TerminalProgress
 from volbench.core.model import Metric, Parsed, RunResult, Status, canonical_json
 from volbench.engine import adaptive
 from volbench.engine.adaptive import Pending, pending
@@ -68,10 +71,19 @@ def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) 
         "thresholds": {"iops": 0.0001, "bw": 0.0001, "lat_mean": 0.0001, "clat_p99": 0.0001},
         "baseline": "base",
     }
-    outcome = run_experiment(parse_document(doc), db=tmp_path / "a.db")
+    log = io.StringIO()  # not a terminal: a line per run with the time left
+    outcome = run_experiment(parse_document(doc), db=tmp_path / "a.db",
+                             progress=TerminalProgress(log))
     with Store(tmp_path / "a.db") as store:
         runs = store.runs([outcome.experiment_id])
     count = Counter(r.target for r in runs if r.status is Status.OK)
+    # The time left is a range while rounds up to repeat.max may come, one figure after.
+    lines = log.getvalue().splitlines()
+    assert lines[0].startswith("6 runs planned, about ") and "up to " in lines[0]
+    finished = [line for line in lines if re.match(r"\d+/\d+ ", line)]
+    assert len(finished) == len(runs)
+    assert re.search(r"elapsed, \d.* s?–\d.* left\]$", finished[0]), finished[0]
+    assert "–" not in finished[-1] and finished[-1].endswith(" 0 s left]")
     # A 200 IOPS cap is decided early; the first look of the sequential design tests at
     # ~2.5 % with 2 runs per side (t quantile ~25 at 1 df), so on a busy machine, where
     # the uncapped disk's IOPS swing by half, it may take a round or two more.

@@ -76,9 +76,10 @@ def rich_runs() -> list[RunResult]:
     return runs
 
 
-# 3 charted metrics (IOPS, throughput, mean latency), each one chart with the 2 sizes as
-# groups; plus per case (2 sizes) one percentile chart and one time-series chart.
-EXPECTED_CHARTS = 3 + 2 + 2
+# The answer's forest plot; 3 charted metrics (IOPS, throughput, mean latency), each one
+# chart with the 2 sizes as groups; plus per case (2 sizes) one percentile chart and one
+# time-series chart.
+EXPECTED_CHARTS = 1 + 3 + 2 + 2
 
 
 @pytest.fixture
@@ -195,6 +196,47 @@ def test_report_for_the_rich_database_warns(tmp_path: Path) -> None:
     assert "1 run(s) did not finish OK (1 timeout)" in text
 
 
+def test_the_answer_is_a_picture_first_in_chromium(tmp_path: Path) -> None:
+    """The answer section opens with a forest plot per workload (ratio to the baseline,
+    its interval, the threshold band, the verdict in words beside each line), then the
+    answer in words; the bar chart of a 500-IOPS class beside ~20k IOPS has a log axis."""
+    _chromium()
+    db = tmp_path / "d.db"
+    db.write_bytes((DATA / "reports" / "default-experiment.db").read_bytes())
+    out = tmp_path / "answer.html"
+    assert main(["report", "--db", str(db), "--format", "html", "-o", str(out)]) == 0
+    shot = tmp_path / "answer.png"
+    with browser.page(timeout=60) as page:
+        page.call("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+                  deviceScaleFactor=1, mobile=False)
+        page.open(out.as_uri())
+        order = page.evaluate("""Array.from(document.querySelector('#answer').children)
+            .map(e => e.tagName + (e.className ? '.' + e.className : ''))""")
+        plots = page.evaluate("""Array.from(document.querySelectorAll(
+            '#answer figure[data-kind="forest"] svg')).map(s => {
+            const r = s.getBoundingClientRect();
+            return [r.width, r.height, s.querySelectorAll('g.row').length,
+                    Array.from(s.querySelectorAll('g.row')).map(g => g.dataset.tone),
+                    s.querySelectorAll('rect.band').length, s.textContent]; })""")
+        bars = page.evaluate("""document.querySelector('figure[data-kind="bars"] svg')
+            .textContent""")
+        height = page.evaluate("document.querySelector('#answer').getBoundingClientRect()"
+                               ".bottom")
+        assert page.console_errors() == []
+        page.screenshot(shot, 1280, int(height) + 20)
+    assert order[:3] == ["H2", "DIV.charts forest", "PRE.answer"]
+    assert len(plots) == 2  # rand4k and seq1m
+    for width, tall, rows, tones, bands, text in plots:
+        assert 500 < width < 1280 and tall > 150 and rows == 4 and bands == 1
+        assert tones[0] == "baseline" and "slower" in text and "ratio to the baseline" in text
+    assert plots[0][3] == ["baseline", "open", "open", "worse"]  # the golden answer's words
+    assert "41.7× slower [2.13, 814]" in plots[0][5]
+    assert "log scale" in bars
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    assert _leftover_browsers() == []
+
+
 def test_the_answer_opens_the_html_report_in_chromium(tmp_path: Path) -> None:
     """The stored default experiment's page opens with the answer block, whole and not
     wider than a 1280-pixel window, the same lines the terminal shows (without its hint)."""
@@ -210,6 +252,7 @@ def test_the_answer_opens_the_html_report_in_chromium(tmp_path: Path) -> None:
                   deviceScaleFactor=1, mobile=False)
         page.open(out.as_uri())
         first = page.evaluate("document.querySelector('section').id")
+        # the words follow the picture (test_the_answer_is_a_picture_first_in_chromium)
         text = page.evaluate("document.querySelector('#answer pre.answer').textContent")
         fits = page.evaluate("""(() => { const p = document.querySelector('#answer pre');
             return p.scrollWidth <= p.clientWidth; })()""")

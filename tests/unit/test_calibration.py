@@ -24,6 +24,9 @@ from volbench.stats.outliers import outlier_cutoff
 from volbench.stats.ranks import spearman
 from volbench.stats.simulate import paired_rates, promise_rates, verdict_rates
 
+# Seeded simulations of error rates: CI runs them, `scripts/test --quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 TRIALS = 400
 BOUND = 0.05 + 2.5 * (0.05 * 0.95 / TRIALS) ** 0.5  # 7.7 %
 

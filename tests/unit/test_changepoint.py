@@ -128,6 +128,7 @@ def false_burst_rate(cv: float, trials: int, n: int = 60, heavy: bool = False) -
     return hits / trials
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cv", "heavy"), [(0.003, False), (0.05, False), (0.10, False),
                                             (0.05, True)])
 def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
@@ -136,6 +137,7 @@ def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
     assert false_burst_rate(cv, 300, heavy=heavy) <= 0.01
 
 
+@pytest.mark.slow
 def test_a_three_hour_run_is_segmented_fast_and_to_the_second() -> None:
     # 10 800 s (pgbench -T 10800): segmented on 18-s block means (MAX_POINTS), boundary
     # placed on the raw seconds; plain PELT took 3 minutes on this length.

@@ -13,6 +13,9 @@ import pytest
 from volbench.stats.changepoint import regimes
 from volbench.stats.seriessim import Noise, regime_rates
 
+# Seeded simulations of error rates: CI runs them, `scripts/test --quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("noise", [Noise(0.15), Noise(0.15, 0.5), Noise(0.15, 0.9),
                                    Noise(0.10, 0.9, heavy=True), Noise(0.05, stalls=2),

@@ -24,6 +24,7 @@ def test_the_dynamic_programme_matches_enumeration_for_small_n() -> None:
     assert counts == (1, 3, 1, 4, 2, 2, 2, 4, 1, 3, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [9, 10, 11, 12])
 def test_exact_size_of_p_below_5_percent_is_at_most_5_percent(n: int) -> None:
     # Each S value's p as spearman() reports it, for an ordering built to have that S:
@@ -64,6 +65,7 @@ def test_ties_above_eight_values_fall_back_to_the_t_approximation() -> None:
     assert not spearman([float(i) for i in range(10)], [1, 2, 2, 3, 4, 5, 6, 7, 8, 9]).exact
 
 
+@pytest.mark.slow
 def test_drift_keeps_its_5_percent_on_iid_series_of_9_to_12_runs() -> None:
     rng = random.Random(21)
     for n in (9, 10, 12):

@@ -106,6 +106,7 @@ def _se(p: float, n: int) -> float:
     return math.sqrt(p * (1 - p) / n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("targets", "workloads", "kind", "old_at_least"),
                          [(6, 2, "lognormal", 0.2), (3, 3, "busy", 0.0),
                           (8, 1, "heavy", 0.15)])

@@ -54,6 +54,21 @@ def test_a_fault_still_in_effect_ends_with_the_run_even_when_interrupted(knob: P
     assert ("add", "fault-test-knob") in ops and ops[-1][0] == "release"
 
 
+def test_a_fault_ended_at_teardown_is_sampled_after_its_undo(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A fault whose end comes after the run (a thin pool freed at teardown, when exhaust's
+    own steps outlasted the run) still shows the state its undo left in the record."""
+    knob = faultknob.install(tmp_path, monkeypatch, sampled=True)
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(0.0, "slow", target="t", duration=60)),
+                                jr.scope())
+        with run:
+            assert until_faulted(knob)
+    assert run.events[-1]["phase"] == "teardown"
+    assert run.samples[-1]["knob"] == "normal"
+
+
 def test_a_fault_not_yet_due_never_fires(knob: Path) -> None:
     with journal.opened("test") as jr:
         run = faultrun.FaultRun(bound(FaultSpec(30.0, "slow", target="t", duration=5)),

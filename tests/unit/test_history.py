@@ -16,6 +16,7 @@ def gauss(rng: random.Random, n: int) -> list[float]:
 
 # Stalled experiments cost some power: 89.2 % at 1 000 histories (90.7 % before the drift
 # test, which removes marginal change points when the drift estimate is above 0 by chance).
+@pytest.mark.slow
 @pytest.mark.parametrize(("noise", "power"), [(gauss, 0.90), (history.heavy_tails, 0.90),
                                               (history.stalls, 0.85)],
                          ids=["iid", "student-t3", "stalls"])
@@ -26,6 +27,7 @@ def test_a_5_percent_step_at_cv_3_percent_is_found_and_flat_histories_are_not(
     assert rates.false_alarm <= 0.05, rates
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phi", [0.3, 0.5, 0.7, 0.9])
 def test_flat_histories_that_drift_together_are_flagged_at_most_5_percent(phi: float) -> None:
     # Without the drift test (_drift_prune) these were flagged in 8, 27, 60 and 88 %.
@@ -49,6 +51,7 @@ def test_drift_is_read_around_the_segments_so_a_step_is_not_drift() -> None:
     assert history.drift([5.0, 5.0, 5.0, 5.0]) == 0.0 and history.drift([1.0, 2.0]) == 0.0
 
 
+@pytest.mark.slow
 def test_a_step_in_drifting_noise_is_rarely_told_from_the_drift() -> None:
     # The price of the drift test, stated in docs/store.md: under AR(1) phi 0.9 a 5 % step
     # at CV 3 % is not distinguishable from the wander on 60 single values.
@@ -83,6 +86,7 @@ def test_fingerprint_differences_name_each_field_and_honour_ignores() -> None:
     assert history.differences(a, b, ignore=("host", "tool", "device0")) == []
 
 
+@pytest.mark.slow
 def test_the_step_read_online_is_rarely_flagged_within_3_experiments_after_it() -> None:
     # The "flagged within 3 experiments" read as the history stood then (after
     # experiment 33 of the 60): the method does NOT reach 90 % there. Measured, not tuned:

@@ -8,6 +8,7 @@ from volbench.stats import mean_interval, median_interval, summarize
 from volbench.stats.simulate_intervals import coverage, truth
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "cv", "n"), [
     ("lognormal", 0.5, 3), ("lognormal", 0.2, 5), ("normal", 0.5, 3), ("normal", 0.2, 5),
     ("stall", 0.2, 3), ("stall", 0.5, 5)])

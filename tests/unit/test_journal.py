@@ -132,6 +132,7 @@ def _journaled_kinds() -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_module_that_journals_a_kind_can_undo_it_alone() -> None:
     """Each process tears down what it journaled (a job script's remote directories, a
     tracked process): importing the module that journals a kind must register its undo,

@@ -3,6 +3,7 @@ package names, console tail (moved from tests/lab/test_lab.py, which keeps the b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from volbench.engine.experiment import parse_document, parse_text
 from volbench.lab import LabSpec, qemu_options
 from volbench.lab import kernel as lab_kernel
 from volbench.lab.errors import KernelUnavailable, console_tail
-from volbench.lab.guest import guest_cwd, script
+from volbench.lab.guest import cached_dirs, compile_package, guest_cwd, script
 from volbench.lab.labrun import lab_of
 from volbench.report.table import environment_rows, lab_disk_text
 
@@ -106,7 +107,11 @@ def test_qemu_options_throttle_each_disk_by_its_class(tmp_path: Path) -> None:
     many, _ = lab({"disks": [{"name": "d", "count": 40}]})
     opts = qemu_options(many, [tmp_path / f"{d.name}.raw" for d in many.disks])
     assert sum(o.startswith("pci-bridge") for o in opts) == 2  # 31 disks per bridge
-    assert "serial=d40,bus=labbr1,addr=0x9" in opts[-1]
+    assert "serial=d40,bus=labbr1,addr=0x9" in [o for o in opts if "virtio-blk" in o][-1]
+    # and the host's root once more, for the guest's cached view (lab/guest.py)
+    assert opts[-4:] == ["-fsdev", "local,id=vbro,path=/,security_model=none,readonly=on,"
+                         "multidevs=remap", "-device",
+                         "virtio-9p-pci,fsdev=vbro,mount_tag=volbench-ro"]
 
 
 def test_write_cache_of_a_class(tmp_path: Path) -> None:
@@ -264,6 +269,26 @@ def test_guest_script_prepares_and_quotes(tmp_path: Path) -> None:
     assert "fio '--name=a b' '$HOME'\necho $? > \"$lab/exitcode\"" in text
     assert guest_cwd(Path("/var/tmp/x"), tmp_path) == tmp_path  # guest tmpfs there
     assert guest_cwd(Path("/work"), tmp_path) == Path("/work")
+    # The cached view of the host's files is mounted before anything runs, each folder bound
+    # over its uncached twin; what could not be is written down, and the run goes on.
+    assert text.index("cache=loose") < text.index("udevadm settle") < text.index("fio '--name")
+    assert 'mount --bind "/run/volbench-ro$d" "$d" || echo "$d" >> "$lab/uncached"' in text
+    assert " /usr/bin /usr/lib/x86_64-linux-gnu /usr/sbin" in text
+
+
+def test_the_guest_reads_pythons_tools_and_volbench_through_the_cached_view() -> None:
+    """This Python, its virtualenv, the checkout (tests/ too), tools and libraries; never
+    /usr or / as a whole (the guest's /usr is an overlay it may write), no folder twice."""
+    checkout = Path("/work/v/src/volbench")
+    assert cached_dirs(checkout, "/work/v/.venv", "/opt/py", "/opt/py/lib/python3.11") == [
+        "/opt/py", "/usr/bin", "/usr/lib/x86_64-linux-gnu", "/usr/sbin", "/work/v"]
+    installed = Path("/usr/lib/python3/dist-packages/volbench")
+    assert cached_dirs(installed, "/usr", "/usr", "/usr/lib/python3.11") == [
+        "/usr/bin", "/usr/lib/python3.11", "/usr/lib/python3/dist-packages",
+        "/usr/lib/x86_64-linux-gnu", "/usr/sbin"]
+    venv = Path("/opt/v/lib/python3.11/site-packages/volbench")
+    assert cached_dirs(venv, "/opt/v", "/usr", "/usr/lib/python3.11") == [
+        "/opt/v", "/usr/bin", "/usr/lib/python3.11", "/usr/lib/x86_64-linux-gnu", "/usr/sbin"]
 
 
 def test_kernel_package_from_apt_cache_output() -> None:
@@ -305,7 +330,7 @@ def test_console_tail() -> None:
 
 def test_plain_run_accepts_a_lab_section() -> None:
     exp = parse_text(EXPERIMENT)
-    assert exp.lab is not None and [d.name for d in exp.lab.disks] == ["d1", "d2"]
+    assert exp.lab is not None and [d.name for d in exp.lab.disks] == ["d1", "d2", "d3"]
     assert exp.document["lab"]["disks"][0]["class"] == "standard"  # stored with the results
 
 
@@ -326,3 +351,28 @@ def test_an_absurd_disk_count_is_refused_without_making_its_disks() -> None:
     assert len(spec.disks) <= 64
     _, problems = lab({"disks": [{"name": "d", "count": -(10**400)}]})
     assert any("count: must be at least 1" in p for p in problems), problems
+
+
+def test_the_package_s_byte_code_is_written_before_a_boot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guest reads the host's files read-only: byte code missing there would be
+    compiled again by every Python in the guest (lab/guest.py compile_package)."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # a host that writes none itself
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "sub" / "mod.py").write_text("Y = 2\n")
+    assert compile_package(package)
+    written = sorted(p.relative_to(package).parts[-1] for p in package.rglob("*.pyc"))
+    assert [w.split(".")[0] for w in written] == ["__init__", "mod"]
+    stamps = {p: p.stat().st_mtime_ns for p in package.rglob("*.pyc")}
+    assert compile_package(package)  # again: nothing stale, nothing rewritten
+    assert stamps == {p: p.stat().st_mtime_ns for p in package.rglob("*.pyc")}
+    (package / "ro").mkdir()
+    (package / "ro" / "m.py").write_text("Z = 3\n")
+    (package / "ro").chmod(0o555)
+    try:
+        if os.geteuid() != 0:  # root writes anyway
+            assert not compile_package(package)
+    finally:
+        (package / "ro").chmod(0o755)

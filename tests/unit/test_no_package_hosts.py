@@ -10,9 +10,11 @@ from pathlib import Path
 from support import ROOT
 
 FOLDERS = ("src", "tests", "scripts", "bench", ".ci")
-# Not places to fetch from: the SVG namespace, the local browser's debug port, and the
-# licence line in dd's captured --version output.
-NOT_DOWNLOADS = {"http://www.w3.org", "http://127.0.0.1", "https://gnu.org"}
+# Not places to fetch from: the SVG namespace, the local browser's debug port, the
+# licence line in dd's captured --version output, and the JSON Schema dialect's name
+# (`$schema` of `volbench schema`: an identifier editors know, never fetched).
+NOT_DOWNLOADS = {"http://www.w3.org", "http://127.0.0.1", "https://gnu.org",
+                 "http://json-schema.org"}
 # Database connection strings (postgresql://…, the team store's --db, also with a driver:
 # postgresql+psycopg://) name a server to talk to, not a place to download from: they are
 # not addresses in this sense. Nor is a scheme with no host (the redaction tests' odd

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from volbench.stats import compare
 from volbench.stats.simulate import promise_rates
 
 
+@pytest.mark.slow
 def test_identical_targets_at_cv_20_percent_get_no_number_they_would_not_keep() -> None:
     trials = 200
     found = promise_rates(seed=7, trials=trials, cv=0.20, ratio=1.0, start=3, old=False,

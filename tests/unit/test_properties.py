@@ -121,6 +121,7 @@ def test_every_tool_has_captured_outputs_to_start_from(tool: str) -> None:
     assert len(seeds(tool)) >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", sorted(TOOL_DIRS))
 def test_mutated_tool_outputs_give_typed_errors_only(tool: str) -> None:
     texts = seeds(tool)
@@ -133,12 +134,14 @@ def test_mutated_tool_outputs_give_typed_errors_only(tool: str) -> None:
     check()
 
 
+@pytest.mark.slow
 @CI
 @given(mutated_json(seeds("fio")))
 def test_fio_json_with_any_value_anywhere_gives_typed_errors_only(text: str) -> None:
     only_typed_errors("fio", text)
 
 
+@pytest.mark.slow
 @CI
 @given(mutated_json(seeds("fio")))
 def test_an_imported_run_holds_only_believable_values(text: str) -> None:
@@ -193,12 +196,14 @@ def test_the_examples_are_valid_experiments() -> None:
         assert exp.targets and exp.workloads, path
 
 
+@pytest.mark.slow
 @CI
 @given(mutated_document())
 def test_mutated_experiments_give_experiment_errors_only(document: Any) -> None:
     only_experiment_errors(experiment.parse_document, document, "mutated")
 
 
+@pytest.mark.slow
 @CI
 @given(mutated_text(experiment_seeds()))
 def test_edited_experiment_files_give_experiment_errors_only(text: str) -> None:
@@ -208,6 +213,7 @@ def test_edited_experiment_files_give_experiment_errors_only(text: str) -> None:
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+@pytest.mark.slow
 @CI
 @given(st.text(max_size=80) | st.sampled_from(["..", ".", "", "a/b", "../x", "a" * 65, "-x"]))
 def test_a_target_name_is_refused_unless_it_is_safe(name: str) -> None:

@@ -324,7 +324,10 @@ def test_pgbench_like_workload_gets_tps_and_latency_charts(tmp_path: Path) -> No
     ]
     rep = load(make_db(tmp_path / "x.db", runs))
     made = charts.all_charts(rep, ReportOptions())
-    assert [c.slug for c in made] == ["pgbench-tps", "pgbench-latency_avg"]
+    # the answer's forest plot first (report/forest.py), then the bars
+    assert [c.slug for c in made] == ["pgbench-answer", "pgbench-tps", "pgbench-latency_avg"]
+    assert made[0].kind == "forest" and "Answer — pgbench: each target against xfs" in made[0].svg
+    made = made[1:]
     assert "transactions/s (tps) — pgbench" in made[0].svg
     v = next(v for v in rep.verdicts if v.candidate.metric == "tps")
     assert v.target == "nfs" and v.phrase.startswith("slower: -20.0 % [")

@@ -37,6 +37,7 @@ def test_boundaries_spend_alpha_as_the_spending_function_says(spending: Spending
     assert total == pytest.approx(0.05, abs=2e-4)
 
 
+@pytest.mark.slow
 def test_a_brownian_motion_crosses_the_boundaries_five_percent_of_the_time() -> None:
     bounds = boundaries(FIVE, 0.05, Spending.POCOCK)
     rng = random.Random(5)

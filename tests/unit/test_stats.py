@@ -284,6 +284,7 @@ def test_median_interval_order_statistic_index_against_brute_force() -> None:
         assert interval.level == pytest.approx(coverage(k), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_mean_interval_coverage_on_seeded_normal_data() -> None:
     rng = random.Random(20240601)
     hits = 0
@@ -294,6 +295,7 @@ def test_mean_interval_coverage_on_seeded_normal_data() -> None:
     assert 0.92 <= hits / 400 <= 0.98
 
 
+@pytest.mark.slow
 def test_median_interval_coverage_on_seeded_skewed_data() -> None:
     rng = random.Random(7)
     true_median = math.log(2)  # exponential with rate 1
@@ -627,6 +629,7 @@ def test_verdict_text_formats_a_hand_built_comparison() -> None:
     assert c.change_pct == pytest.approx(-12.3)
 
 
+@pytest.mark.slow
 def test_false_positive_rate_on_equal_distributions() -> None:
     rng = random.Random(12345)
     welch_hits = mw_hits = 0
@@ -642,6 +645,7 @@ def test_false_positive_rate_on_equal_distributions() -> None:
     assert mw_hits / 200 <= 0.08
 
 
+@pytest.mark.slow
 def test_true_differences_are_found_and_not_called_equivalent() -> None:
     rng = random.Random(99)
     found = equivalent = 0

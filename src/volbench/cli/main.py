@@ -4,31 +4,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from volbench import __version__, report, targets
-from volbench.cli import crashreport, doctor, fieldtable, options, storecmds
+from volbench import __version__
+from volbench.cli import options
 from volbench.cli.options import add_db, add_file, add_resume, add_runs
-from volbench.cli.progress import TerminalProgress
-from volbench.config import fieldrules
 from volbench.core.errors import Interrupted, VolbenchError
-from volbench.core.units import format_duration, format_size
-from volbench.engine import experiment, kinds
-from volbench.engine.defaults import default_experiment
-from volbench.engine.faultrun import plan_lines
-from volbench.engine.importer import IMPORTERS, import_files
-from volbench.engine.plan import closure, cut_summary, make_plan
-from volbench.engine.runner import preflight, run_experiment
-from volbench.store import location
-from volbench.store.db import Store, database_problem
-from volbench.system import svgpng
-from volbench.system.proc import command_line
-from volbench.workloads import KINDS as WORKLOAD_KINDS
-from volbench.workloads.base import RunContext
 
+if TYPE_CHECKING:
+    from volbench import report
+    from volbench.engine import experiment
+    from volbench.store.db import Store
+
+# Commands import what they use when they run (docs/architecture.md, "Start-up"):
+# `volbench --version` and `--help` load this module, argparse and options only, and
+# tests/unit/test_startup.py fails if the report, a workload or a target comes along.
 EXIT_RUNS_FAILED = 3
 EXIT_INTERRUPTED = 130
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, see crashreport
@@ -36,26 +30,40 @@ EXIT_BUG = 70  # EX_SOFTWARE: an internal error, see crashreport
 
 def _load(file: Path | None, paths_from: Path | None = None
           ) -> tuple[experiment.Experiment, str | None]:
+    from volbench.engine import experiment
+
     if file is None:
+        from volbench.engine.defaults import default_experiment
+
         return default_experiment()
     return experiment.load(file, paths_from), None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from volbench.cli.progress import progress_for
+    from volbench.engine.runner import run_experiment
+    from volbench.store import location
+    from volbench.store.db import Store
+
     exp, note = _load(args.file, args.paths_from)
     if note:
         print(f"note: {note}", file=sys.stderr)
     outcome = run_experiment(exp, db=args.db, resume=args.resume or args.retry_failed,
-                             repetitions=args.runs, progress=TerminalProgress(quiet=args.quiet),
+                             repetitions=args.runs, progress=progress_for(args.quiet),
                              retry_failed=args.retry_failed, take_over=args.take_over)
-    out = location.sibling(args.db, "-report.md")
-    with Store(args.db) as store:
-        rep = _report_for(store, [outcome.experiment_id])
-        print(report.render(rep, "table"), end="")
-        out.write_text(report.render(rep, "markdown"))
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items())) or "no runs"
     skipped = f", {outcome.skipped} already done" if outcome.skipped else ""
-    print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
+    if args.no_report:
+        print(f"{counts}{skipped}; results in {args.db}")
+    else:
+        from volbench import report  # once the runs are done: not before the first run
+
+        out = location.sibling(args.db, "-report.md")
+        with Store(args.db) as store:
+            rep = _report_for(store, [outcome.experiment_id])
+            print(report.render(rep, "table"), end="")
+            out.write_text(report.render(rep, "markdown"))
+        print(f"\n{counts}{skipped}; results in {args.db}, report in {out}")
     bad = sum(n for s, n in outcome.counts.items() if s != "ok") + len(outcome.failed_targets)
     if any(s in ("failed", "timeout") for s in outcome.counts):
         print("failed runs can be run again (once the cause is fixed) with --retry-failed")
@@ -63,6 +71,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from volbench import targets
+    from volbench.core.units import format_duration, format_size
+    from volbench.engine.plan import closure, cut_summary, make_plan
+    from volbench.engine.preflight import preflight
+    from volbench.system.proc import command_line
+    from volbench.targets import precondition
+    from volbench.workloads import KINDS as WORKLOAD_KINDS
+    from volbench.workloads.base import RunContext
+
     exp, note = _load(args.file)
     if note:
         print(f"note: {note}")
@@ -75,7 +92,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"image space: {format_size(plan.disk_space())}")
     for target in exp.targets:
         if target.precondition:
-            print(f"precondition {target.name}: {targets.precondition.summary(target)}")
+            print(f"precondition {target.name}: {precondition.summary(target)}")
     for i, run in enumerate(runs, 1):
         spec = exp.workload(run.workload)
         placeholder = targets.placeholder(exp.target(run.target))
@@ -87,10 +104,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
             line = f"(cannot run: {str(exc).splitlines()[0]})"
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
         print(f"{i:4d} {tag:>4} {run.target:<16} {line}")
-    for line in plan_lines(exp.workloads, exp.targets, lambda name: closure(exp, name)):
-        print(line)
-    for line in cut_summary(plan, args.runs):
-        print(line)
+    if any(w.faults for w in exp.workloads):
+        from volbench.engine.faultrun import plan_lines
+
+        for line in plan_lines(exp.workloads, exp.targets, lambda name: closure(exp, name)):
+            print(line)
+        for line in cut_summary(plan, args.runs):
+            print(line)
     try:
         preflight(exp, plan)
     except VolbenchError as exc:
@@ -102,6 +122,9 @@ def _report_for(store: Store, ids: Sequence[int],
                 options: report.ReportOptions | None = None) -> report.Report:
     """The report of experiments `ids`. It reads from `store` while rendering CSV or JSON
     (the complete per-run data is streamed, not held): render before closing the store."""
+    from volbench import report
+    from volbench.cli import storecmds
+
     options = options or report.ReportOptions()
     experiments = [store.experiment(i) for i in ids]
     targets = [t for i in ids for t in store.targets(i)]
@@ -153,6 +176,11 @@ def _check_output(output: Path | None, charts: Path | None = None) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from volbench import report
+    from volbench.cli import storecmds
+    from volbench.store.db import Store
+    from volbench.system import svgpng
+
     if args.png and args.charts is None:
         raise VolbenchError("--png needs --charts DIR (the directory the chart files go to)")
     _check_output(args.output, args.charts)
@@ -192,9 +220,21 @@ def _emit(text: str, output: Path | None) -> None:
     print(f"wrote {output}")
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from volbench.engine.schema import schema
+
+    _emit(json.dumps(schema(), indent=1, ensure_ascii=False) + "\n", args.output)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    from volbench import report
+    from volbench.cli import storecmds
     from volbench.report import setcompare
     from volbench.report.compare import compare_reports
+    from volbench.store.db import Store
 
     options = report.ReportOptions(tuple(args.metrics) if args.metrics else None)
     sides, environments = [], []
@@ -213,6 +253,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from volbench.config import fieldrules
+    from volbench.engine.importer import import_files
+    from volbench.store.db import Store
+
     for option, name in (("--target", args.target), ("--workload", args.workload)):
         if name is not None and (why := fieldrules.name_problem(name)) is not None:
             raise VolbenchError(f"{option} {why}; name it like xfs-1disk")
@@ -227,6 +271,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
+    from volbench.cli import storecmds
+    from volbench.engine import kinds
+
     removed, errors = kinds.cleanup()
     for line in removed:
         print(f"removed {line}")
@@ -244,6 +291,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from volbench.cli import doctor
+    from volbench.engine import experiment
+
     if args.file is not None:
         return _doctor_file(args.file)
     for check in doctor.checks(experiment.DEFAULT_WORKDIR):
@@ -256,6 +306,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _doctor_file(file: Path) -> int:
     """What one experiment needs; exit 1 when something is missing."""
     from volbench.cli.needs import install_command, needs
+    from volbench.engine import experiment
 
     found = needs(experiment.load(file))
     for need in found:
@@ -280,8 +331,14 @@ def _echo(text: str) -> None:
 
 
 def cmd_lab_run(args: argparse.Namespace) -> int:
+    from volbench import report
+    from volbench.cli import storecmds
+    from volbench.cli.progress import TerminalProgress
+    from volbench.engine import experiment
     from volbench.engine.runner import signals_raise
     from volbench.lab.labrun import run_experiment_in_lab
+    from volbench.store import location
+    from volbench.store.db import Store
 
     extra = (["--resume"] if args.resume else []) + (["--quiet"] if args.quiet else []) \
         + (["--runs", str(args.runs)] if args.runs else []) \
@@ -289,10 +346,18 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     exp = experiment.load(args.file)
     with storecmds.LabResults(args.db, args.workdir) as results:
         results.start(exp.spec_hash, args.resume or args.retry_failed)
+        # The guest's progress drawn here; on a terminal its console goes above the live
+        # line, else to stdout as before.
+        progress = TerminalProgress(quiet=args.quiet)
+        echo = progress.write if progress.tty else _echo
         with signals_raise():
-            outcome = run_experiment_in_lab(args.file, db=results.file, cli_args=extra,
-                                            workdir=args.workdir, timeout=args.timeout,
-                                            on_output=None if args.quiet else _echo)
+            try:
+                outcome = run_experiment_in_lab(
+                    args.file, db=results.file, cli_args=extra, workdir=args.workdir,
+                    timeout=args.timeout, on_output=None if args.quiet else echo,
+                    on_progress=progress.event)
+            finally:
+                progress.end()
         boot = outcome.result.boot_seconds or 0.0
         print(f"\nlab: guest booted in {boot:.0f} s, VM ran {outcome.result.elapsed:.0f} s; "
               f"console in {outcome.console_log}")
@@ -311,8 +376,7 @@ def cmd_lab_run(args: argparse.Namespace) -> int:
     with Store(where) as store:
         ids = [r.id for r in store.experiments() if r.name == exp.name][-1:]
         rep = _report_for(store, ids)
-        if args.quiet:
-            print(report.render(rep, "table"), end="")
+        print(report.render(rep, "table"), end="")  # the guest reports nothing itself
         out.write_text(report.render(rep, "markdown"))
     print(f"results in {where}, report in {out}")
     return outcome.returncode
@@ -324,6 +388,7 @@ def cmd_lab_exec(args: argparse.Namespace) -> int:
 
     spec = LabSpec(disks=(LabDisk("d1"), LabDisk("d2", disk_class="fast")))
     if args.lab is not None:
+        from volbench.engine import experiment
         from volbench.lab.labrun import lab_of
 
         spec = lab_of(experiment.load(args.lab), str(args.lab))
@@ -392,6 +457,17 @@ def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     add("doctor", cmd_lab_doctor, "what the lab VM needs here, and what is missing")
 
 
+def later(where: str) -> Callable[[argparse.Namespace], int]:
+    """The command function "module:name", imported when the command runs."""
+    module, _, name = where.partition(":")
+
+    def run(args: argparse.Namespace) -> int:
+        function: Callable[[argparse.Namespace], int] = getattr(import_module(module), name)
+        return function(args)
+
+    return run
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volbench", description="Benchmark storage layouts with "
                                 "real tools, repeat with method, report what is real.")
@@ -414,12 +490,15 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress output")
     # `lab run` runs a copy of the file; its relative paths still mean the original folder.
     run.add_argument("--paths-from", type=Path, help=argparse.SUPPRESS)
+    # `lab run`: the host reports from the database it gets back; the guest does not (under
+    # emulation a Python import costs seconds: docs/lab.md, "Start-up in the guest").
+    run.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
     plan = add("plan", cmd_plan, "print the runs, commands and duration; run nothing")
     add_file(plan)
     add_runs(plan)
     rep = add("report", cmd_report, "report stored results")
     add_db(rep)
-    rep.add_argument("--format", choices=sorted(report.EXPORTERS),
+    rep.add_argument("--format", choices=options.REPORT_FORMATS,
                      help="table (default), markdown, csv, json or html")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     rep.add_argument("--experiment", action="append", metavar="ID|NAME|all",
@@ -452,7 +531,7 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("--metrics", nargs="+", metavar="NAME", help="metrics to compare, or all")
     cmp.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     imp = add("import", cmd_import, "store existing tool outputs as runs of a target")
-    imp.add_argument("--tool", required=True, choices=sorted(IMPORTERS))
+    imp.add_argument("--tool", required=True, choices=options.IMPORT_TOOLS)
     imp.add_argument("--target", required=True, help="name the imported runs' target")
     imp.add_argument("--workload", help="workload name (default: the tool's name)")
     add_db(imp)
@@ -465,10 +544,15 @@ def parser() -> argparse.ArgumentParser:
               "what is missing")
     doc.add_argument("file", nargs="?", type=Path,
                      help="an experiment file: list exactly what it needs and how to install it")
-    fields = add("fields", fieldtable.cmd_fields, "the fields a target type or workload "
-                 "tool takes: defaults, choices, bounds")
+    fields = add("fields", later("volbench.cli.fieldtable:cmd_fields"), "the fields a target "
+                 "type or workload tool takes: defaults, choices, bounds")
     fields.add_argument("kind", nargs="?", metavar="KIND",
                         help="a target type or workload tool (default: list them)")
+    schema = add("schema", cmd_schema, "the experiment file as a JSON Schema, for editors "
+                 "(docs/experiments.md, \"Editors\")")
+    schema.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
+    from volbench.cli import storecmds
+
     storecmds.add_commands(add)
     add_lab_commands(sub)
     return p
@@ -492,10 +576,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # traceback. Point stdout at /dev/null so the flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except sqlite3.DatabaseError as exc:  # damaged, read-only or locked --db
-        print(f"volbench: {database_problem(getattr(args, 'db', None), exc)}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # the last resort: anything else is a bug
+    except Exception as exc:
+        import sqlite3
+
+        from volbench.cli import crashreport, storecmds
+
+        if isinstance(exc, sqlite3.DatabaseError):  # damaged, read-only or locked --db
+            from volbench.store.db import database_problem
+
+            print(f"volbench: {database_problem(getattr(args, 'db', None), exc)}",
+                  file=sys.stderr)
+            return 1
+        # The last resort: anything else is a bug.
         if (line := storecmds.database_error(args, exc)) is not None:
             print(f"volbench: {line}", file=sys.stderr)  # a PostgreSQL --db went away
             return 1

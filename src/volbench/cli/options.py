@@ -13,6 +13,12 @@ from pathlib import Path
 from volbench.config import fieldrules
 from volbench.store import location
 
+# The report formats and the tools `volbench import` reads, named here so that building the
+# parser imports neither the report nor the importers (tests/unit/test_startup.py checks
+# them against report.EXPORTERS and engine.importer.IMPORTERS).
+REPORT_FORMATS = ("csv", "html", "json", "markdown", "table")
+IMPORT_TOOLS = ("bonnie++", "dd", "fio", "hdparm", "pgbench")
+
 DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
            "else volbench.db)")
 

@@ -15,16 +15,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from volbench.cli.options import add_db, db_arg
 from volbench.core.errors import VolbenchError
-from volbench.core.model import ExperimentRow
-from volbench.report import svg
-from volbench.stats.history import differences
-from volbench.store import claims, location, pg, sync
-from volbench.store import history as storehistory
-from volbench.store.db import Store
+from volbench.store import location
+
+if TYPE_CHECKING:
+    from volbench.core.model import ExperimentRow
+    from volbench.store import history as storehistory
+    from volbench.store.db import Store
+
+# The parser is built for every command (`add_commands`): what the commands use is
+# imported when they run, so that `volbench --version` does not load the store.
 
 # A drift this strong (the estimate carries a margin of ~0.03-0.06 even without any) is
 # worth a line: it is why a visible wander may have no change point.
@@ -34,6 +37,8 @@ DRIFT_SHOWN = 0.3
 def database_error(args: argparse.Namespace, exc: BaseException) -> str | None:
     """One line for a PostgreSQL error that escaped a command (a connection lost while
     reading, say), or None when `exc` is not one."""
+    from volbench.store import pg
+
     where = getattr(args, "db", None)
     if not pg.is_database_error(exc):
         return None
@@ -62,6 +67,8 @@ def environment_of(store: Store, ids: list[int]) -> dict[str, Any]:
 
 def environment_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     """One line naming the fingerprint fields two compared sides differ in, or None."""
+    from volbench.stats.history import differences
+
     if not a or not b:
         return None
     found = differences(a, b)
@@ -96,6 +103,9 @@ class LabResults:
 
     def start(self, spec_hash: str, resume: bool) -> None:
         """Before booting: for a URL, a fresh file, holding the experiment to resume."""
+        from volbench.store import sync
+        from volbench.store.db import Store
+
         if isinstance(self.db, Path):
             return
         self.file.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +123,9 @@ class LabResults:
 
     def bring_in(self) -> str | None:
         """After the VM: for a URL, the results copied into it; a line saying so."""
+        from volbench.store import pg, sync
+        from volbench.store.db import Store
+
         if isinstance(self.db, Path):
             return None
         try:
@@ -135,6 +148,9 @@ class LabResults:
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         if self._claimed is not None:
+            from volbench.store import pg
+            from volbench.store.db import Store
+
             try:
                 with Store(self.db) as team:
                     team.release(self._claimed)
@@ -153,6 +169,9 @@ class LabResults:
 def cleanup_store(db: location.Location | None) -> tuple[list[str], list[str]]:
     """`cleanup --db`: the claims killed runs left in the store, released ("removed"
     lines), and other hosts' claims named with the fix (never released from here)."""
+    from volbench.store import claims
+    from volbench.store.db import Store
+
     if db is None:
         return [], []
     with Store(db, create=False) as store:
@@ -184,6 +203,9 @@ def _which(store: Store, wanted: list[str] | None) -> list[int] | None:
 
 def _copy(source: location.Location, destination: location.Location,
           wanted: list[str] | None, verb: str) -> int:
+    from volbench.store import sync
+    from volbench.store.db import Store
+
     if source == destination:
         raise VolbenchError(f"--to {destination} is where the experiments come from; "
                             "give another database")
@@ -231,6 +253,8 @@ def _run_fingerprints(store: Store, exp_id: int) -> Iterator[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from volbench.store.db import Store
+
     with Store(args.db, read_only=True) as store:
         ids = _which(store, args.experiment)
         out: TextIO = sys.stdout if args.output is None else args.output.open("w")
@@ -302,7 +326,7 @@ def history_html(lines: list[storehistory.Line]) -> str:
     x = the experiment's place in time order, each point's tooltip naming it; the stretch
     after each change point shaded with its size) and the table below."""
     # Imported here: this keeps the history page's change inside this function.
-    from volbench.report import historychart
+    from volbench.report import historychart, svg
 
     parts = []
     for i, line in enumerate(lines):
@@ -332,6 +356,9 @@ def history_html(lines: list[storehistory.Line]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from volbench.store import history as storehistory
+    from volbench.store.db import Store
+
     filters = storehistory.Filters(args.experiment, args.since, args.host,
                                    dict(args.fingerprint or []), tuple(args.allow or ()),
                                    args.series)

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Either, Items, Section, Value
+from volbench.config.spec import Duration, Field, Integer, Text
 from volbench.core import units
 
 # An action that starts a fault -> the action that ends it (None: it ends by itself or
@@ -55,9 +58,41 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
 }
 MAXIMA = {"percent": 100, "delay_ms": 60_000, "error_if_no_space": 1, "repeat": 10_000,
           "fsck": 1}
+# Options whose 0 means something (the others start at 1).
+ZERO_OK = {"error_if_no_space", "fsck"}
 # Options written as durations (`no_space_timeout: 8s`), kept as whole seconds.
 DURATIONS = {"no_space_timeout": 3600}
 MAX_AT_S = 7 * 24 * 3600.0
+
+AT = Duration("at", help="when: seconds from the start of the measured process (20s)")
+# A power cut's `at` may also be a window, a seeded random moment in it for each run.
+BETWEEN = Value("between", value={"type": "array", "minItems": 2, "maxItems": 2,
+                                  "items": AT.json_schema()},
+                help="power-cut: a seeded random moment from FROM to TO ([10s, 50s])")
+AT_EITHER = Either("at", shapes=(AT, Section("at", fields=(BETWEEN,))),
+                   help="when: 20s, or for a power-cut {between: [10s, 50s]}")
+ACTION = Text("action", choices=ACTIONS, help="what happens (docs/faults.md)")
+DEVICE = Text("device", None, help="the disk it happens to (/dev/disk/by-id/virtio-…)")
+TARGET = Text("target", None, help="or the target it happens to")
+FOR = Duration("for", None, positive=True,
+               help="how long until it is undone (else by its ending action)")
+# Each action's options, declared once: the action that takes it is in its help.
+_OPTION_HELP = {"speed_limit_min": "fail: md's rebuild floor, KiB/s",
+                "speed_limit_max": "fail: md's rebuild ceiling, KiB/s",
+                "percent": "slow: the share of its class's rate the disk keeps",
+                "delay_ms": "delay: milliseconds added to each I/O",
+                "error_if_no_space": "exhaust: 1 fails writes without a chunk, 0 queues them",
+                "no_space_timeout": "exhaust: how long a queueing pool holds writes (8s)",
+                "repeat": "power-cut: cut runs (cuts) per case",
+                "fsck": "power-cut: 0 skips the read-only filesystem checks after a cut"}
+OPTION_FIELDS: tuple[Field[Any], ...] = tuple(
+    Duration(key, None, help=_OPTION_HELP[key], when=("action", (action,))) if key in DURATIONS
+    else Integer(key, None, minimum=0 if key in ZERO_OK else 1,
+                 maximum=MAXIMA.get(key, 10**9), help=_OPTION_HELP[key],
+                 when=("action", (action,)))
+    for action, keys in OPTIONS.items() for key in keys)
+FAULTS = Items("faults", None, fields=(AT_EITHER, ACTION, DEVICE, TARGET, FOR, *OPTION_FIELDS),
+               help="what happens to the storage during each run, and when (docs/faults.md)")
 
 
 @dataclass(frozen=True)
@@ -109,20 +144,10 @@ def _power_cut(fr: Reader) -> FaultSpec | None:
     """`power-cut`: `at` a time or `{between: [FROM, TO]}`; no device or target."""
     window: tuple[float, float] | None = None
     if isinstance(fr.raw("at", None), Mapping):
-        sub = fr.sub("at")
-        bounds = sub.raw("between")
-        sub.finish()
-        if not isinstance(bounds, list) or len(bounds) != 2:
-            fr.problem("at", "between takes two times: [FROM, TO]", "e.g. {between: [10s, 50s]}")
+        window = _window(fr)
+        if window is None:
             return None
-        pair = [units_duration(fr, "at", b) for b in bounds]
-        if pair[0] is None or pair[1] is None:
-            return None
-        if not 0 <= pair[0] < pair[1] <= MAX_AT_S:
-            fr.problem("at", f"between [{pair[0]:g} s, {pair[1]:g} s] is not a window",
-                       "the first time must come before the second, e.g. [10s, 50s]")
-        window = (pair[0], pair[1])
-        at = pair[0]
+        at = window[0]
     else:
         at = fr.duration("at")
     for key in ("device", "target", "for"):
@@ -136,6 +161,23 @@ def _power_cut(fr: Reader) -> FaultSpec | None:
     return FaultSpec(at, POWER_CUT, options=options, window=window)
 
 
+def _window(fr: Reader) -> tuple[float, float] | None:
+    """`at: {between: [FROM, TO]}`, or None (a problem recorded)."""
+    sub = fr.sub("at")
+    bounds = sub.raw("between", None)
+    sub.finish()
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        sub.problem("between", "takes two times: [FROM, TO]", "e.g. {between: [10s, 50s]}")
+        return None
+    pair = [units_duration(sub, "between", b) for b in bounds]
+    if pair[0] is None or pair[1] is None:
+        return None
+    if not 0 <= pair[0] < pair[1] <= MAX_AT_S:
+        sub.problem("between", f"[{pair[0]:g} s, {pair[1]:g} s] is not a window",
+                    "the first time must come before the second, e.g. [10s, 50s]")
+    return pair[0], pair[1]
+
+
 def units_duration(fr: Reader, key: str, value: object) -> float | None:
     """One time of a window, or None (a problem recorded)."""
     try:
@@ -147,19 +189,27 @@ def units_duration(fr: Reader, key: str, value: object) -> float | None:
 
 def _one(fr: Reader) -> FaultSpec | None:
     if fr.raw("action", None) == POWER_CUT:
-        fr.text("action")
+        fr.get(ACTION)
         return _power_cut(fr)
-    at = fr.duration("at")
+    if isinstance(fr.raw("at", None), Mapping):  # a window: a power cut's only
+        sub = fr.sub("at")
+        sub.raw("between", None)
+        sub.problem("between", "only a power-cut fires at a random moment in a window",
+                    "give a time, e.g. at: 20s")
+        sub.finish()
+        at = 0.0
+    else:
+        at = fr.get(AT)
     if at > MAX_AT_S:
         fr.problem("at", f"{at:g} s is more than a week into the run", "give seconds, e.g. 20s")
-    action = fr.text("action", choices=ACTIONS)
-    device = fr.text("device", None) or None
-    target = fr.text("target", None) or None
+    action = fr.get(ACTION)
+    device = fr.get(DEVICE) or None
+    target = fr.get(TARGET) or None
     if (device is None) == (target is None):
         fr.problem("", "a fault names either device: or target:, not "
                    + ("both" if device else "neither"),
                    "e.g. device: /dev/disk/by-id/virtio-m2, or target: n3")
-    duration = fr.duration("for") if fr.has("for") else None
+    duration = fr.get(FOR) if fr.has(FOR.name) else None
     if duration is not None and duration <= 0:
         fr.problem("for", "must be longer than 0 s", "e.g. for: 15s")
     if duration is not None and action in ENDING:
@@ -170,7 +220,7 @@ def _one(fr: Reader) -> FaultSpec | None:
         if fr.has(key) and key in DURATIONS:
             options[key] = _whole_seconds(fr, key, DURATIONS[key])
         elif fr.has(key):
-            options[key] = fr.integer(key, minimum=0 if key == "error_if_no_space" else 1,
+            options[key] = fr.integer(key, minimum=0 if key in ZERO_OK else 1,
                                       maximum=MAXIMA.get(key, 10**9))
     fr.finish()
     if action not in ACTIONS or (device is None) == (target is None):

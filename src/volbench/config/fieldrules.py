@@ -15,6 +15,8 @@ from pathlib import Path
 
 NAME_MAX = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# The same rule as one JSON Schema pattern (`volbench schema`).
+NAME_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX - 1}}}$"
 
 # Upper bounds of counts. Far above anything a benchmark needs, low enough that a
 # typo (an extra zero or three) is caught before planning allocates millions of runs.

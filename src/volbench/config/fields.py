@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from volbench.config import fieldrules
 from volbench.core import units
@@ -25,7 +26,16 @@ REQUIRED: Any = object()
 class Declared(Protocol[T_co]):
     """A field declared once with its default and checks (config/spec.py)."""
 
+    @property
+    def name(self) -> str: ...
+
     def read(self, r: Reader) -> T_co: ...
+
+
+# Every field read where the reader's declarations do not name it, as "path.key": the
+# schema (`volbench schema`) is derived from the declarations, so a field read without
+# one is a field the schema does not know. The tests fail on any (tests/conftest.py).
+undeclared: list[str] = []
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -39,19 +49,48 @@ def _type_name(value: Any) -> str:
 
 
 class Reader:
+    # Told of every problem recorded, with the reader and the key: the tests check with it
+    # that the schema refuses what volbench refuses (tests/conftest.py).
+    watch: ClassVar[Callable[[Reader, str | int, str], None] | None] = None
+
     def __init__(self, data: Any, path: str, problems: list[Problem],
-                 base: Path | None = None) -> None:
+                 base: Path | None = None, declared: Sequence[Declared[Any]] | None = None
+                 ) -> None:
         self.path = path
         self.problems = problems
         # The experiment file's folder: relative paths in it are taken from there.
         self.base = base
         self._used: set[str] = set()
+        # The fields this mapping may hold (config/spec.py), when declared: a sub-mapping
+        # or list of mappings read from one of them gets the declarations inside it.
+        self.declared: dict[str, Declared[Any]] | None = None
+        # A mapping of free names (lab classes), each holding these fields.
+        self.each: Sequence[Declared[Any]] | None = None
+        if declared is not None:
+            self.declare(declared)
         if not isinstance(data, Mapping):
             self.problem("", f"expected a mapping of fields, got {_type_name(data)}")
             data = {}
         self.data: Mapping[str, Any] = data
 
     # -- plumbing -----------------------------------------------------------------------
+    def declare(self, fields: Sequence[Declared[Any]]) -> Reader:
+        """The fields this mapping may hold (a target's type decides them once read)."""
+        self.declared = {f.name: f for f in fields}
+        return self
+
+    def field(self, key: str) -> Declared[Any] | None:
+        """The declaration of `key` here, if there is one."""
+        return None if self.declared is None else self.declared.get(key)
+
+    def _inner(self, key: str) -> tuple[Sequence[Declared[Any]] | None,
+                                        Sequence[Declared[Any]] | None]:
+        """(fields, fields of each free name) of the mapping(s) under `key`."""
+        if self.each is not None:
+            return self.each, None
+        declared = self.field(key)
+        return getattr(declared, "fields", None), getattr(declared, "each", None)
+
     def at(self, key: str | int) -> str:
         if isinstance(key, int):
             return f"{self.path}[{key}]"
@@ -60,12 +99,16 @@ class Reader:
     def problem(self, key: str | int, message: str, fix: str = "") -> None:
         path = self.at(key) if key != "" else (self.path or "(top level)")
         self.problems.append(Problem(path, message, fix))
+        if Reader.watch is not None:
+            Reader.watch(self, key, message)
 
     def has(self, key: str) -> bool:
         return key in self.data
 
     def raw(self, key: str, default: Any = REQUIRED) -> Any:
         self._used.add(key)
+        if self.declared is not None and key not in self.declared and self.each is None:
+            undeclared.append(self.at(key))
         if key in self.data:
             return self.data[key]
         if default is REQUIRED:
@@ -197,7 +240,11 @@ class Reader:
 
     def sub(self, key: str, default: Any = REQUIRED) -> Reader:
         value = self.raw(key, default)
-        return Reader({} if value is None else value, self.at(key), self.problems, self.base)
+        fields, each = self._inner(key)
+        child = Reader({} if value is None else value, self.at(key), self.problems, self.base,
+                       fields)
+        child.each = each
+        return child
 
     def items(self, key: str, default: Any = REQUIRED) -> list[Reader]:
         value = self.raw(key, default)
@@ -207,7 +254,8 @@ class Reader:
             self.problem(key, f"expected a list, got {_type_name(value)}",
                          "write one entry per line starting with '- '")
             return []
-        return [Reader(v, f"{self.at(key)}[{i}]", self.problems, self.base)
+        fields, _ = self._inner(key)
+        return [Reader(v, f"{self.at(key)}[{i}]", self.problems, self.base, fields)
                 for i, v in enumerate(value)]
 
     def axis(self, key: str, default: Any, convert: Callable[[Any], T], expected: str,
@@ -228,8 +276,19 @@ class Reader:
 # Converters for matrix axes (Reader.axis): one value in, the typed value out, or a
 # ValueError whose message is what the user reads after the field's path.
 
-def flag(value: Any) -> bool:
-    """true/false (1 and 0 are accepted too: fio users write direct=1)."""
+@dataclass(frozen=True)
+class Checked(Generic[T]):
+    """A converter and the JSON Schema of the values it takes (`volbench schema` shows
+    an axis's values with it; tests/unit/test_schema.py checks the two agree)."""
+
+    convert: Callable[[Any], T]
+    schema: Mapping[str, Any]
+
+    def __call__(self, value: Any) -> T:
+        return self.convert(value)
+
+
+def _flag(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
@@ -237,8 +296,12 @@ def flag(value: Any) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
+# true/false (1 and 0 are accepted too: fio users write direct=1).
+flag = Checked(_flag, {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]}]})
+
+
 def whole(minimum: int, what: str = "a whole number", maximum: int | None = None
-          ) -> Callable[[Any], int]:
+          ) -> Checked[int]:
     def convert(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"expected {what}, at least {minimum}, got {value!r}")
@@ -246,16 +309,20 @@ def whole(minimum: int, what: str = "a whole number", maximum: int | None = None
             raise ValueError(f"expected {what}, at most {maximum}, got {value!r}")
         return value
 
-    return convert
+    bounds = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
+    return Checked(convert, {"type": "integer", **bounds})
 
 
-def percent(value: Any) -> int:
+def _percent(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
         raise ValueError(f"expected a percentage 0..100, got {value!r}")
     return value
 
 
-def choice(options: Sequence[str]) -> Callable[[Any], str]:
+percent = Checked(_percent, {"type": "integer", "minimum": 0, "maximum": 100})
+
+
+def choice(options: Sequence[str]) -> Checked[str]:
     def convert(value: Any) -> str:
         if value not in options:
             hint = did_you_mean(str(value), options)
@@ -263,4 +330,4 @@ def choice(options: Sequence[str]) -> Callable[[Any], str]:
                              + (f" ({hint})" if hint else ""))
         return str(value)
 
-    return convert
+    return Checked(convert, {"enum": list(options)})

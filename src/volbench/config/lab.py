@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Items, Named, Section
+from volbench.config.spec import Duration, Field, Integer, Size, Text, TextList
 
 GiB = 1024**3
 # Under software emulation the guest's CPU, not the cap, would set the speed above this.
@@ -163,6 +165,48 @@ class DiskClass:
         return opts
 
 
+def _cap(key: str, burst: bool = False) -> Field[Any]:
+    what = ("the burst rate above " if burst else "cap: ") + key.replace("_", " ")
+    name = f"burst_{key}" if burst else key
+    if key.endswith("bps"):
+        return Size(name, None, positive=True, help=f"{what} (bytes/s, e.g. 50M)")
+    return Integer(name, None, minimum=1, help=what)
+
+
+WRITE_CACHE = Text("write_cache", WRITE_THROUGH, choices=WRITE_CACHES,
+                   help="write-back: the guest sees a volatile cache and sends flushes; "
+                   "lying: it acknowledges them without doing them")
+WRITEBACK = Duration("writeback", None, when=("write_cache", (LYING,)),
+                     help="a lying disk's own write-back period (5s): all it makes durable")
+BURST_SECONDS = Integer("burst_seconds", None, minimum=1,
+                        help="how long a full burst bucket lasts at the burst rate")
+CLASS_FIELDS: tuple[Field[Any], ...] = (
+    *(_cap(k) for k in CAP_KEYS), *(_cap(k, burst=True) for k in CAP_KEYS), BURST_SECONDS,
+    WRITE_CACHE, WRITEBACK)
+DISK_NAME = Text("name", help="the disk's name: /dev/disk/by-id/virtio-NAME in the guest")
+COUNT = Integer("count", 1, minimum=1, maximum=MAX_DISKS,
+                help="this many disks, NAME1, NAME2 …")
+DISK_SIZE = Size("size", "1G", help="each disk's size (at least 16M)")
+DISK_CLASS = Text("class", "standard", help="its class: standard, fast or one of classes:")
+ACCEL = Text("accel", "tcg", choices=ACCELS,
+             help="tcg: software emulation (works everywhere); kvm where KVM works")
+MEMORY = Size("memory", "2G", help="the guest's memory (at least 512M)")
+CPUS = Integer("cpus", 2, minimum=1, maximum=64, help="the guest's CPUs")
+BOOT_TIMEOUT = Duration("boot_timeout", "3m", positive=True,
+                        help="until the guest runs its first command")
+TIMEOUT = Duration("timeout", "1h", positive=True, help="the whole VM run")
+MODULES = TextList("modules", list(DEFAULT_MODULES),
+                   help="kernel modules loaded before the command (replaces the default)")
+LAB = Section("lab", None, help="the lab VM: its disks, their classes, its size (docs/lab.md)",
+              fields=(
+                  Items("disks", [], fields=(DISK_NAME, COUNT, DISK_SIZE, DISK_CLASS),
+                        help="the VM's disks"),
+                  Named("classes", None, each=CLASS_FIELDS, names=_NAME.pattern,
+                        help="disk classes: caps, bursts, write cache (added to standard "
+                        "and fast)"),
+                  MEMORY, CPUS, ACCEL, BOOT_TIMEOUT, TIMEOUT, MODULES))
+
+
 DEFAULT_CLASSES: Mapping[str, DiskClass] = {
     "standard": DiskClass("standard", iops=500, bps=50 * 1024**2),
     "fast": DiskClass("fast", iops=2000, bps=200 * 1024**2),
@@ -248,7 +292,7 @@ def _bursts(r: Reader, caps: Mapping[str, int | None]) -> tuple[dict[str, int], 
         bursts[key] = rate
     length: int | None = None
     if r.has("burst_seconds"):
-        length = r.integer("burst_seconds", minimum=1)
+        length = r.get(BURST_SECONDS)
         if not bursts:
             r.problem("burst_seconds", "a burst length without a burst rate",
                       "add burst_iops or burst_bps, or remove burst_seconds")
@@ -261,10 +305,10 @@ def _bursts(r: Reader, caps: Mapping[str, int | None]) -> tuple[dict[str, int], 
 def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
     caps = {k: _optional(r, k, rate=k.endswith("bps")) for k in CAP_KEYS}
     bursts, length = _bursts(r, caps)
-    write_cache = r.text("write_cache", WRITE_THROUGH, choices=WRITE_CACHES)
+    write_cache = r.get(WRITE_CACHE)
     writeback = DEFAULT_WRITEBACK_S
     if r.has("writeback"):
-        writeback = r.duration("writeback")
+        writeback = r.get(WRITEBACK)
         if write_cache != LYING:
             r.problem("writeback", "only a lying disk has a write-back period of its own",
                       "set write_cache: lying, or remove writeback")
@@ -317,12 +361,12 @@ def _classes(r: Reader, accel: str) -> dict[str, DiskClass]:
 def _disks(r: Reader, classes: Mapping[str, DiskClass]) -> tuple[LabDisk, ...]:
     disks: list[LabDisk] = []
     for item in r.items("disks", []):
-        name = item.text("name")
-        count = item.integer("count", 1, minimum=1, maximum=MAX_DISKS)
-        size = item.size("size", "1G")
+        name = item.get(DISK_NAME)
+        count = item.get(COUNT)
+        size = item.get(DISK_SIZE)
         if size < 16 * 1024**2:
             item.problem("size", "must be at least 16M")
-        cls = item.text("class", "standard")
+        cls = item.get(DISK_CLASS)
         if cls not in classes:
             item.problem("class", f"unknown class '{cls}'", f"classes are: {', '.join(classes)}")
         names = [name] if not item.has("count") else [f"{name}{i}" for i in range(1, count + 1)]
@@ -352,14 +396,14 @@ def _disks(r: Reader, classes: Mapping[str, DiskClass]) -> tuple[LabDisk, ...]:
 
 def parse(r: Reader) -> LabSpec:
     """The `lab:` mapping (already a Reader at that path)."""
-    accel = r.text("accel", "tcg", choices=ACCELS)
+    accel = r.get(ACCEL)
     classes = _classes(r, accel)
     disks = _disks(r, classes)
-    memory = r.size("memory", "2G")
+    memory = r.get(MEMORY)
     if memory < 512 * 1024**2:
         r.problem("memory", "must be at least 512M (the guest runs udev, LVM, PostgreSQL …)")
-    boot_timeout = r.duration("boot_timeout", "3m")
-    timeout = r.duration("timeout", "1h")
+    boot_timeout = r.get(BOOT_TIMEOUT)
+    timeout = r.get(TIMEOUT)
     for key, value in (("boot_timeout", boot_timeout), ("timeout", timeout)):
         if value <= 0:
             r.problem(key, "must be longer than 0 s")
@@ -367,11 +411,11 @@ def parse(r: Reader) -> LabSpec:
         disks,
         classes,
         memory,
-        r.integer("cpus", 2, minimum=1, maximum=64),
+        r.get(CPUS),
         accel,
         boot_timeout,
         timeout,
-        tuple(r.text_list("modules", list(DEFAULT_MODULES))),
+        tuple(r.get(MODULES)),
     )
     r.finish()
     return spec
@@ -381,7 +425,7 @@ def parse_section(r: Reader) -> LabSpec | None:
     """The experiment's top-level `lab:` section (`r` reads the whole document), or None."""
     if not r.has("lab"):
         return None
-    return parse(r.sub("lab"))
+    return parse(r.get(LAB))
 
 
 def referenced_disks(document: Any) -> set[str]:

@@ -16,16 +16,42 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Section, Value
+from volbench.config.spec import Field, Integer
 from volbench.core.model import Params, Scalar
 from volbench.stats.curve import PROBE_PREFIX, SATURATION, probe_index, step_fraction
 
 DEFAULT_PROBES = 3
 MAX_PROBES = 10
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
-_LATENCY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*$")
+# The forms of a step and of a latency, also the JSON Schema's (`volbench schema`).
+STEP_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$"
+LATENCY_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$"
+_PERCENT = re.compile(STEP_PATTERN)
+_LATENCY = re.compile(LATENCY_PATTERN)
 _LATENCY_FACTORS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+_STEP = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                   {"type": "string", "pattern": STEP_PATTERN}]}
+LATENCY = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                     {"type": "string", "pattern": LATENCY_PATTERN}]}
+STEPS = Value("steps", help="the curve's steps: percentages of the saturation rate (25%) or "
+              "absolute rates (200)", value={"anyOf": [_STEP, {"type": "array", "items": _STEP,
+                                                                "minItems": 1}]})
+LOAD = Section("load", None, fields=(STEPS,), help="a load curve: steps of offered load "
+               "(docs/curves.md)")
+PROBES = Integer("probes", DEFAULT_PROBES, minimum=0, maximum=MAX_PROBES,
+                 help="bisection probes per round for the highest rate meeting the objective")
+
+
+def curve_fields(stats: tuple[str, ...]) -> tuple[Field[Any], ...]:
+    """`load:` and `sla:` of a tool whose objective is one of `stats` (p99, mean …)."""
+    objective = tuple(Value(stat, None, help=f"the objective: {stat} latency at most this "
+                            "(5ms, 500us or seconds)", value=LATENCY) for stat in stats)
+    sla = Section("sla", None, fields=(PROBES, *objective),
+                  help="a latency objective, one of " + ", ".join(stats) + " (docs/curves.md)")
+    return (LOAD, sla)
 
 
 @dataclass(frozen=True)
@@ -75,11 +101,12 @@ def parse(r: Reader, stats: tuple[str, ...]) -> Load | None:
     """`load:` and `sla:` of a workload (None without `load:`); problems go to `r`."""
     if not r.has("load"):
         if r.has("sla"):
+            r.raw("sla")  # said once, below: not also an unknown field
             r.problem("sla", "an objective needs a load curve to search",
                       "add load: {steps: [10%, 25%, 50%, 75%, 90%, 100%]}")
         return None
-    lr = r.sub("load")
-    raw = lr.raw("steps")
+    lr = r.sub(LOAD.name)
+    raw = lr.raw(STEPS.name)
     steps: list[Scalar] = []
     for i, value in enumerate(raw if isinstance(raw, list) else [raw] if raw else []):
         try:
@@ -99,7 +126,7 @@ def parse(r: Reader, stats: tuple[str, ...]) -> Load | None:
 
 def _sla(r: Reader, stats: tuple[str, ...]) -> Sla | None:
     sr = r.sub("sla")
-    probes = sr.integer("probes", DEFAULT_PROBES, minimum=0, maximum=MAX_PROBES)
+    probes = sr.get(PROBES)
     given = [k for k in sr.data if k != "probes"]
     if len(given) != 1 or given[0] not in stats:
         what = f"{', '.join(map(str, given))} is not" if given else "no"

@@ -15,9 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Section, Value
+from volbench.config.spec import Boolean
 
 MAX_PASSES = 10
-_TIMES = re.compile(r"^\s*(\d+)\s*[xX]\s*$")
+TIMES_PATTERN = r"^\s*([0-9]+)\s*[xX]\s*$"
+_TIMES = re.compile(TIMES_PATTERN)
+DISCARD = Boolean("discard", False, help="blkdiscard the device before making the filesystem")
+FILL = Value("fill", None, help="write the device (or free space) this many times: 1x, 2x",
+             value={"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_PASSES},
+                              {"type": "string", "pattern": TIMES_PATTERN}]})
+PRECONDITION = Section("precondition", None, fields=(DISCARD, FILL),
+                       help="bring the storage into a known state first (docs/time.md)")
 
 
 @dataclass(frozen=True)
@@ -49,11 +58,11 @@ def parse(r: Reader) -> Precondition:
     """The target's `precondition:` (`r` reads the target's entry); empty when absent."""
     if not r.has("precondition"):
         return Precondition()
-    pr = r.sub("precondition")
+    pr = r.get(PRECONDITION)
     seen = len(pr.problems)
-    discard = pr.boolean("discard", False)
+    discard = pr.get(DISCARD)
     fill = 0
-    value = pr.raw("fill", None)  # read even when absent, so a misspelt key lists it
+    value = pr.get(FILL)  # read even when absent, so a misspelt key lists it
     if value is not None:
         try:
             fill = passes(value)

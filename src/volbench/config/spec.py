@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from volbench.config.fields import REQUIRED, Reader
+from volbench.core import units
 
 T = TypeVar("T")
 
@@ -33,6 +34,9 @@ class Field(ABC, Generic[T]):
     help: str = ""
     # What a value is, in the words of `volbench fields`.
     what: ClassVar[str] = "text"
+    # Taken only beside another field with one of these values (a fault's options, by its
+    # action): (that field's name, its values). Its code refuses the field otherwise.
+    when: tuple[str, tuple[str, ...]] | None = field(default=None, kw_only=True)
 
     @abstractmethod
     def read(self, r: Reader) -> T:
@@ -54,6 +58,62 @@ class Field(ABC, Generic[T]):
     def rules(self) -> str:
         """Choices and bounds in words ("" when there are none)."""
         return ""
+
+    def values(self) -> dict[str, Any]:
+        """The JSON Schema of the values the field takes (its type, choices, bounds); every
+        kind of field states its own (tests/unit/test_schema.py builds the schema)."""
+        raise NotImplementedError(f"{type(self).__name__} ({self.name}) states no JSON "
+                                  "Schema of its values: give it a values() method")
+
+    def json_schema(self) -> dict[str, Any]:
+        """The field in a JSON Schema: its values, its help as the description, its
+        default (`volbench schema`, config/schema.py)."""
+        out = {**self.values()}
+        if self.help:
+            out["description"] = self.help
+        if (default := json_default(self.default)) is not None:
+            out["default"] = default
+        return out
+
+
+# The values of a size and of a duration as an experiment file writes them (core/units.py),
+# and the same more than zero.
+SIZE: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
+                                  {"type": "string", "pattern": units.SIZE_PATTERN}]}
+DURATION: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
+                                      {"type": "string", "pattern": units.DURATION_PATTERN}]}
+SIZE_POSITIVE: dict[str, Any] = {"anyOf": [
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "string", "pattern": "^" + units.POSITIVE + units.SIZE_PATTERN[1:]}]}
+DURATION_POSITIVE: dict[str, Any] = {"anyOf": [
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "string", "pattern": "^" + units.POSITIVE + units.DURATION_PATTERN[1:]}]}
+
+
+def json_default(value: Any) -> Any:
+    """A default as JSON (None: no default to state)."""
+    if value is REQUIRED or value is None or value == "" or value == [] or value == {}:
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [json_default(v) for v in value]
+    return value if isinstance(value, str | int | float | bool) else str(value)
+
+
+def choices_schema(choices: Sequence[str]) -> dict[str, Any]:
+    """Text choices; a choice that YAML reads as a number (version: 4.2) may be one."""
+    found: list[Any] = list(dict.fromkeys(choices))
+    numbers: list[float] = []
+    for choice in choices:
+        try:
+            number = float(choice)
+        except ValueError:
+            continue
+        if number not in numbers:  # "4" and "4.0" are one number: an enum repeats nothing
+            numbers.append(number)
+            found.append(int(number) if number.is_integer() and "." not in choice else number)
+    return {"enum": found}
 
 
 def show(value: Any) -> str | None:
@@ -80,12 +140,23 @@ def _bounds(minimum: float | None, maximum: float | None) -> str:
 @dataclass(frozen=True)
 class Text(Field[str]):
     choices: tuple[str, ...] = ()
+    # A rule its own code checks, stated for the schema as a pattern (a name's charset).
+    pattern: str = field(default="", kw_only=True)
+    # Other spellings its code takes for the choices (mdraid's level: 10 for raid10).
+    aliases: tuple[str, ...] = field(default=(), kw_only=True)
 
     def read(self, r: Reader) -> str:
         return r.text(self.name, self.default, self.choices)
 
     def rules(self) -> str:
         return " | ".join(self.choices)
+
+    def values(self) -> dict[str, Any]:
+        if self.choices:
+            return choices_schema((*self.choices, *self.aliases))
+        if self.pattern:  # YAML reads `name: 42` as a number; its text is the name
+            return {"anyOf": [{"type": "string", "pattern": self.pattern}, {"type": "number"}]}
+        return {"type": ["string", "number"]}
 
 
 @dataclass(frozen=True)
@@ -100,13 +171,26 @@ class Integer(Field[int]):
     def rules(self) -> str:
         return _bounds(self.minimum, self.maximum)
 
+    def values(self) -> dict[str, Any]:
+        bounds = {k: v for k, v in (("minimum", self.minimum), ("maximum", self.maximum))
+                  if v is not None}
+        return {"type": "integer", **bounds}
+
 
 @dataclass(frozen=True)
 class Number(Field[float]):
     what: ClassVar[str] = "number"
+    # The bounds its code checks, for the schema: (above, at most).
+    bounds: tuple[float, float] | None = field(default=None, kw_only=True)
 
     def read(self, r: Reader) -> float:
         return r.number(self.name, self.default)
+
+    def values(self) -> dict[str, Any]:
+        if self.bounds is None:
+            return {"type": "number"}
+        return {"type": "number", "exclusiveMinimum": self.bounds[0],
+                "maximum": self.bounds[1]}
 
 
 @dataclass(frozen=True)
@@ -116,21 +200,34 @@ class Boolean(Field[bool]):
     def read(self, r: Reader) -> bool:
         return r.boolean(self.name, self.default)
 
+    def values(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
 
 @dataclass(frozen=True)
 class Size(Field[int]):
     what: ClassVar[str] = "size"
+    # Its code refuses 0 ("must be positive"): the schema says so too.
+    positive: bool = field(default=False, kw_only=True)
 
     def read(self, r: Reader) -> int:
         return r.size(self.name, self.default)
+
+    def values(self) -> dict[str, Any]:
+        return dict(SIZE_POSITIVE if self.positive else SIZE)
 
 
 @dataclass(frozen=True)
 class Duration(Field[float]):
     what: ClassVar[str] = "duration"
+    # Its code refuses 0 ("must be longer than 0 s"): the schema says so too.
+    positive: bool = field(default=False, kw_only=True)
 
     def read(self, r: Reader) -> float:
         return r.duration(self.name, self.default)
+
+    def values(self) -> dict[str, Any]:
+        return dict(DURATION_POSITIVE if self.positive else DURATION)
 
 
 @dataclass(frozen=True)
@@ -141,6 +238,10 @@ class TextList(Field[list[str]]):
         # A fresh list per read: a default list is never shared between specs.
         default = list(self.default) if isinstance(self.default, list) else self.default
         return r.text_list(self.name, default)
+
+    def values(self) -> dict[str, Any]:
+        word = {"type": ["string", "integer"]}
+        return {"anyOf": [{"type": "string"}, {"type": "array", "items": word}]}
 
 
 @dataclass(frozen=True)
@@ -171,6 +272,20 @@ class TextMap(Field[dict[str, str]]):
                             "write the value on one line, without control characters")
         return data
 
+    def values(self) -> dict[str, Any]:
+        value: dict[str, Any] = {"type": ["string", "number", "boolean"]}
+        if self.one_line:
+            value = {"anyOf": [{"type": "string", "pattern": ONE_LINE},
+                               {"type": ["number", "boolean"]}]}
+        out: dict[str, Any] = {"type": "object", "additionalProperties": value}
+        if self.keys is not None:
+            out["propertyNames"] = {"pattern": f"^(?:{self.keys.pattern})$"}
+        return out
+
+
+# A value without control characters (control_character below), as a JSON Schema pattern.
+ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$"
+
 
 def control_character(text: str) -> str | None:
     """The first control character of `text` as U+XXXX (newline, tab, escape, …), or None."""
@@ -187,6 +302,9 @@ class Location(Field[Path]):
     def read(self, r: Reader) -> Path:
         return r.location(self.name, self.default)
 
+    def values(self) -> dict[str, Any]:
+        return {"anyOf": [{"type": "string", "minLength": 1}, {"type": "number"}]}
+
 
 @dataclass(frozen=True)
 class Axis(Field[tuple[T, ...]]):
@@ -200,6 +318,8 @@ class Axis(Field[tuple[T, ...]]):
     # What the message says when a converter's error carries no text of its own.
     expected: str = field(default="", kw_only=True)
     placeholder: Any = field(default=REQUIRED, kw_only=True)
+    # The JSON Schema of one value, when the converter does not carry one (fields.Checked).
+    value: Mapping[str, Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.placeholder is REQUIRED and self.default is not REQUIRED:
@@ -210,6 +330,16 @@ class Axis(Field[tuple[T, ...]]):
     def read(self, r: Reader) -> tuple[T, ...]:
         return tuple(r.axis(self.name, self.default, self.convert, self.expected,
                             self.placeholder))
+
+    def one(self) -> dict[str, Any] | None:
+        """The JSON Schema of one value of the axis; None when neither the axis nor its
+        converter states one (tests/unit/test_schema.py lists those)."""
+        found = self.value if self.value is not None else getattr(self.convert, "schema", None)
+        return None if found is None else dict(found)
+
+    def values(self) -> dict[str, Any]:
+        one = self.one() or {}
+        return {"anyOf": [one, {"type": "array", "items": one, "minItems": 1}]} if one else {}
 
     def converted_by(self, convert: Callable[[Any], T]) -> Axis[T]:
         """The same field with a converter made at parse time (one that needs the

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader
+from volbench.config.sections import Section, Value
+from volbench.config.spec import Duration, Integer, Text
 from volbench.stats.steady import RANGE, SLOPE, WINDOW
 
 WITHIN = ("rounds", "run")
@@ -39,6 +41,24 @@ SS_SLOPE = "ss_slope"
 SS_SECONDS = "ss_seconds"
 # 1 when the window's level drifts beyond its noise (stats.steady.level_check), else 0.
 SS_DRIFT = "ss_drift"
+# A share as `share` below takes it (`volbench schema`).
+# Written as a percentage: more than 0 (a digit other than 0) and below 100 (two digits).
+SHARE = {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                   {"type": "string",
+                    "pattern": r"^(?=[^1-9]*[1-9])\s*0*[0-9]?[0-9](\.[0-9]+)?\s*%\s*$"}]}
+WITHIN_FIELD = Text("within", "rounds", choices=WITHIN,
+                    help="rounds: the rule over each case's runs; run: inside each fio run")
+METRIC = Text("metric", "iops", help="the metric held steady (within: run: iops or bw)")
+WINDOW_FIELD = Integer("window", WINDOW, minimum=2, maximum=MAX_RUN_WINDOW,
+                       help="rounds in the window (at most 100), or seconds with within: run")
+RANGE_FIELD = Value("range", RANGE, value=SHARE,
+                    help="the window's range stays within this share of its mean (20% or 0.2)")
+SLOPE_FIELD = Value("slope", SLOPE, value=SHARE,
+                    help="its best-fit line moves at most this share of the mean")
+RAMP = Duration("ramp", 0.0, help="within: run: seconds fio waits before it looks")
+STEADY = Section("steady", None, fields=(METRIC, WINDOW_FIELD, RANGE_FIELD, SLOPE_FIELD,
+                                         WITHIN_FIELD, RAMP),
+                 help="when a metric counts as steady (SNIA's rule; docs/time.md)")
 
 
 @dataclass(frozen=True)
@@ -99,16 +119,18 @@ def parse(r: Reader) -> SteadySpec | None:
     """The top-level `steady:` section (`r` reads the whole document), or None."""
     if not r.has("steady"):
         return None
-    sr = r.sub("steady")
-    within = sr.text("within", "rounds", choices=WITHIN)
+    sr = r.get(STEADY)
+    within = sr.get(WITHIN_FIELD)
     in_run = within == RUN
     spec = SteadySpec(
-        sr.text("metric", "iops"),
-        sr.integer("window", WINDOW, minimum=2, maximum=MAX_RUN_WINDOW if in_run else 100),
-        _share(sr, "range", RANGE),
-        _share(sr, "slope", SLOPE),
+        sr.get(METRIC),
+        # The window's bound depends on `within`: the declaration states the larger one.
+        sr.integer(WINDOW_FIELD.name, WINDOW, minimum=2,
+                   maximum=MAX_RUN_WINDOW if in_run else 100),
+        _share(sr, RANGE_FIELD.name, RANGE),
+        _share(sr, SLOPE_FIELD.name, SLOPE),
         within,
-        sr.duration("ramp", 0.0),
+        sr.get(RAMP),
     )
     if in_run and spec.metric not in RUN_METRICS:
         sr.problem("metric", f"within: run, fio holds {' or '.join(RUN_METRICS)} steady, "

@@ -9,9 +9,15 @@ from __future__ import annotations
 import math
 import re
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+# The forms of a size and a duration, written so that a JSON Schema (ECMAScript regular
+# expressions: no flags) states the same rule (`volbench schema`).
+SIZE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?[bB]?)\s*$"
+DURATION_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([mM][sS]|[sS]|[mM]|[mM][iI][nN]|[hH])?\s*$"
+# The same, more than zero (a lookahead for a digit other than 0).
+POSITIVE = r"(?=[^1-9]*[1-9])"
+_SIZE = re.compile(SIZE_PATTERN)
 _SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_DURATION = re.compile(DURATION_PATTERN)
 _DURATION_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 # Far beyond any disk or run (an exbibyte, ~32 years): larger values are typos or hostile
 # input, and refusing them keeps 400-digit numbers from overflowing later arithmetic.

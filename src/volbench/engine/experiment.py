@@ -39,21 +39,15 @@ from volbench.config.steady import SteadySpec
 from volbench.config.steady import parse as parse_steady
 from volbench.core.errors import ExperimentError, Problem
 from volbench.core.model import digest
-from volbench.faults.check import problems as fault_problems
-from volbench.faults.powercheck import problems as power_cut_problems
+from volbench.engine import filefields as F
+from volbench.engine.filefields import DEFAULT_WORKDIR as DEFAULT_WORKDIR
 from volbench.remote.hosts import HostSpec, parse_hosts
 from volbench.system.block.disks import shared_device_problems
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets.base import TargetSpec
-from volbench.targets.multihost import bind_hosts
 from volbench.targets.precondition import problems as precondition_problems
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import WorkloadSpec
-from volbench.workloads.pgbench_hosts import bind_client_hosts
-
-ORDERS = ("interleaved", "shuffled", "sequential")
-DEFAULT_WORKDIR = Path("/var/tmp/volbench")
-UNTIL = ("decided", "steady")
 
 
 @dataclass(frozen=True)
@@ -261,32 +255,40 @@ def parse_document(document: Any, source: str = "experiment",
     """The Experiment a document describes, or one ExperimentError listing every problem in it,
     each naming the field and the fix."""
     problems: list[Problem] = []
-    r = Reader(document, "", problems, base)
-    name = r.text("name", "experiment")
+    r = Reader(document, "", problems, base, F.FIELDS)
+    name = r.get(F.NAME)
     if (why := fieldrules.name_problem(name)) is not None:
         r.problem("name", why, "name it like plain-vs-stripe")
     targets, names = _targets(r, problems)
     workloads = _workloads(r)
     hosts = parse_hosts(r)
-    targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
-    workloads = bind_client_hosts(workloads, hosts, problems)
+    # Each binding only acts on its own kind (hosts targets; pgbench's clients_from), so a
+    # file with neither does not import them (start-up: docs/architecture.md).
+    if any(t.type == "hosts" for t in targets):
+        from volbench.targets.multihost import bind_hosts
+
+        targets = bind_hosts(targets, hosts, [(w.name, w.tool) for w in workloads], problems)
+    if any(getattr(w, "clients_from", ()) for w in workloads):
+        from volbench.workloads.pgbench_hosts import bind_client_hosts
+
+        workloads = bind_client_hosts(workloads, hosts, problems)
     repeat = _repeat(r)
-    baseline = r.text("baseline", "") or None
+    baseline = r.get(F.BASELINE) or None
     if baseline is not None and names and baseline not in names:
         r.problem("baseline", f"'{baseline}' is not a target name",
                   did_you_mean(baseline, names) or f"targets are: {', '.join(names)}")
-    seed = r.raw("seed", None)
+    seed = r.raw(F.SEED.name, None)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         r.problem("seed", f"expected a whole number, got {seed!r}")
         seed = None
     experiment = Experiment(
         name=name, targets=tuple(targets), workloads=tuple(workloads), repeat=repeat,
-        warmup=r.integer("warmup", 0, minimum=0, maximum=fieldrules.MAX_WARMUP),
-        order=r.text("order", "interleaved", choices=ORDERS),
+        warmup=r.get(F.WARMUP),
+        order=r.get(F.ORDER),
         seed=seed, baseline=baseline,
-        drop_caches=r.boolean("drop_caches", True),
+        drop_caches=r.get(F.DROP_CACHES),
         workdir=_workdir(r),
-        description=r.text("description", ""),
+        description=r.get(F.DESCRIPTION),
         thresholds=_thresholds(r),
         document=document if isinstance(document, dict) else {},
         hosts=hosts,
@@ -304,12 +306,17 @@ def parse_document(document: Any, source: str = "experiment",
         r.problem("repeat", "adaptive repetition compares targets round by round, so every "
                   "target must exist at once", "use order: interleaved or shuffled")
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
-    problems += fault_problems(experiment.targets, experiment.workloads,
-                               [d.by_id for d in experiment.lab.disks] if experiment.lab else [])
-    problems += power_cut_problems(experiment.targets, experiment.workloads,
-                                   experiment.lab is not None,
-                                   {d.name: d.size for d in experiment.lab.disks}
-                                   if experiment.lab else {})
+    if any(w.faults for w in experiment.workloads):  # the fault kinds load only then
+        from volbench.faults.check import problems as fault_problems
+        from volbench.faults.powercheck import problems as power_cut_problems
+
+        problems += fault_problems(experiment.targets, experiment.workloads,
+                                   [d.by_id for d in experiment.lab.disks]
+                                   if experiment.lab else [])
+        problems += power_cut_problems(experiment.targets, experiment.workloads,
+                                       experiment.lab is not None,
+                                       {d.name: d.size for d in experiment.lab.disks}
+                                       if experiment.lab else {})
     _size_problems(r, experiment)
     r.finish()
     if problems:
@@ -320,8 +327,8 @@ def parse_document(document: Any, source: str = "experiment",
 def series_field(r: Reader) -> str:
     """The optional `series:` key of an experiment, target or workload ("" when absent):
     checked like a name, so it is safe in every place a name goes."""
-    value = r.text("series", "")
-    given = isinstance(r.raw("series", None), str)  # other types: r.text said so
+    value = r.get(F.SERIES)
+    given = isinstance(r.raw(F.SERIES.name, None), str)  # other types: r.text said so
     if given and (why := fieldrules.name_problem(value)) is not None:
         r.problem("series", why, "give a key like nfs-tier: experiments (targets, workloads) "
                   "with the same key are one history in `volbench history`")
@@ -344,22 +351,24 @@ def _unique(key: str, items: list[Reader]) -> list[str]:
 
 def _targets(r: Reader, problems: list[Problem]) -> tuple[list[TargetSpec], list[str]]:
     """The parsed targets, and every name given (also of entries with other problems)."""
-    items = r.items("targets")
+    items = r.get(F.TARGETS)
     if r.has("targets") and not items and not any(p.path == "targets" for p in problems):
         r.problem("targets", "no targets", "list at least one storage layout to test")
     names = _unique("targets", items)
     specs: list[TargetSpec] = []
     for item, name in zip(items, names, strict=True):
-        kind_name = item.text("type")
+        kind_name = item.get(F.TYPE)
         kind = TARGET_KINDS.get(kind_name)
-        if kind is None:
+        if kind is not None:
+            item.declare(F.TARGETS.of(kind_name))
+        else:
             if kind_name:
                 item.problem("type", f"unknown target type '{kind_name}'",
                              did_you_mean(kind_name, list(TARGET_KINDS))
                              or f"known types: {', '.join(TARGET_KINDS)}")
             continue
         limits = _limits(item)
-        on = tuple(item.text_list("on", []))
+        on = tuple(item.get(F.ON))
         low, high = kind.on_count
         if not low <= len(on) <= high:
             want = "no other target" if high == 0 else (
@@ -414,7 +423,7 @@ def _check_preconditions(items: list[Reader], specs: list[TargetSpec], names: li
 def _limits(item: Reader) -> Limits:
     if not item.has("limits"):
         return Limits()
-    lr = item.sub("limits")
+    lr = item.get(F.LIMITS)
 
     def optional_int(key: str) -> int | None:
         if not lr.has(key):
@@ -439,15 +448,17 @@ def _limits(item: Reader) -> Limits:
 
 
 def _workloads(r: Reader) -> list[WorkloadSpec]:
-    items = r.items("workloads")
+    items = r.get(F.WORKLOADS)
     if r.has("workloads") and not items and isinstance(r.data.get("workloads"), list):
         r.problem("workloads", "no workloads", "list at least one, e.g. {tool: fio}")
     names = _unique("workloads", items)
     specs: list[WorkloadSpec] = []
     for item, name in zip(items, names, strict=True):
-        tool = item.text("tool")
+        tool = item.get(F.TOOL)
         kind = WORKLOAD_KINDS.get(tool)
-        if kind is None:
+        if kind is not None:
+            item.declare(F.WORKLOADS.of(tool))
+        else:
             if tool:
                 item.problem("tool", f"unknown tool '{tool}'",
                              did_you_mean(tool, list(WORKLOAD_KINDS))
@@ -460,16 +471,16 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
 
 
 def _repeat(r: Reader) -> RepeatPolicy:
-    value = r.raw("repeat", 3)
+    value = r.get(F.REPEAT)
     if isinstance(value, int) and not isinstance(value, bool):
-        value = r.integer("repeat", 3, minimum=1, maximum=fieldrules.MAX_REPEAT)
+        value = r.get(F.COUNT)
         return RepeatPolicy(value, value)
     if isinstance(value, dict):
-        rr = r.sub("repeat")
-        low = rr.integer("min", 3, minimum=1, maximum=fieldrules.MAX_REPEAT)
-        high = rr.integer("max", max(low, 10), minimum=1, maximum=fieldrules.MAX_REPEAT)
-        until = rr.text("until", "decided", choices=UNTIL)
-        metrics = tuple(rr.text_list("metrics", [])) or None
+        rr = r.sub(F.REPEAT.name)
+        low = rr.get(F.MIN)
+        high = rr.get(F.MAX.defaulting(max(low, 10)))
+        until = rr.get(F.REPEAT_UNTIL)
+        metrics = tuple(rr.get(F.METRICS)) or None
         if high < low:
             rr.problem("max", f"must be at least min ({low}), got {high}")
         rr.finish()
@@ -480,7 +491,7 @@ def _repeat(r: Reader) -> RepeatPolicy:
 
 
 def _workdir(r: Reader) -> Path:
-    path = r.location("workdir", str(DEFAULT_WORKDIR))
+    path = r.get(F.WORKDIR)
     if path.exists() and not path.is_dir():
         r.problem("workdir", f"{path} exists and is not a directory",
                   "name a directory; volbench creates it if missing")
@@ -505,9 +516,9 @@ def _size_problems(r: Reader, experiment: Experiment) -> None:
 
 
 def _thresholds(r: Reader) -> dict[str, float]:
-    if not r.has("thresholds"):
+    if not r.has(F.THRESHOLDS.name):
         return {}
-    tr = r.sub("thresholds")
+    tr = r.sub(F.THRESHOLDS.name)
     out: dict[str, float] = {}
     for key in list(tr.data):
         value = tr.number(str(key))

@@ -147,8 +147,13 @@ class FaultRun:
         self._stop.set()
         self._thread.join(JOIN_TIMEOUT_S)
         with self._lock:
-            for key in list(self._active):
+            ended = list(self._active)
+            for key in ended:
                 self._end(key, None, self.now(), at_teardown=True)
+            if ended and self._samplers:
+                # The state an undo left, also when it came at teardown (a thin pool freed
+                # after the run's end must still show up freed in the record).
+                self._sample()
         # Anything left (a step cut short, md's speed limits) is undone by its undoer.
         errors = self.scope.close()
         if errors:

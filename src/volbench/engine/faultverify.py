@@ -13,7 +13,7 @@ from typing import Any
 
 from volbench.core.model import Params, Parsed
 from volbench.system import proc
-from volbench.workloads import fio, fioverify
+from volbench.workloads import fioverify
 from volbench.workloads.base import Invocation, RunContext, WorkloadSpec
 
 # Shown in the annotations: enough of the verify job's console to read its first errors.
@@ -38,6 +38,8 @@ class VerifyPass:
         why = fioverify.unsupported(getattr(workload, "jobfile", None) is not None, params, ctx)
         if why:
             return why
+        from volbench.workloads import fio  # only a fio run has one: others never load fio
+
         return VerifyPass(fio.data_file(params, ctx.built), params, ctx)
 
     def prepare(self, tracker: proc.ProcessTracker | None) -> str:

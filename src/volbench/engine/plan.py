@@ -137,16 +137,18 @@ class Plan:
 
     def estimate(self, repetitions: int | None = None) -> float:
         """Seconds the whole plan should take (runs, overheads, builds, layouts)."""
-        exp = self.experiment
-        total = BUILD_S * len(exp.targets)
-        for run in self.runs(repetitions):
-            spec = exp.workload(run.workload)
-            seconds = WORKLOAD_KINDS[spec.tool].estimate(spec, run.params)
-            cut = cut_of(spec) if not run.warmup else None
-            if cut is not None:  # the run ends at its cut; then the machine recovers
-                seconds = min(seconds, cut_moment(cut)) + CUT_RECOVERY_S
-            total += seconds + RUN_OVERHEAD_S
-        return total
+        total = BUILD_S * len(self.experiment.targets)
+        return total + sum(self.run_estimate(run) for run in self.runs(repetitions))
+
+    def run_estimate(self, run: PlannedRun) -> float:
+        """Seconds one run should take: its tool's estimate and the fixed cost of a run; a
+        cut run ends at its cut, then the machine recovers."""
+        spec = self.experiment.workload(run.workload)
+        seconds = WORKLOAD_KINDS[spec.tool].estimate(spec, run.params)
+        cut = cut_of(spec) if not run.warmup else None
+        if cut is not None:
+            seconds = min(seconds, cut_moment(cut)) + CUT_RECOVERY_S
+        return seconds + RUN_OVERHEAD_S
 
     def loop_devices(self) -> int:
         """Loop devices in use at the same time (the largest group)."""

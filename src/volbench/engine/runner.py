@@ -15,19 +15,16 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from volbench.config import pathcheck
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import (
-    ExperimentError,
     Interrupted,
-    Problem,
     ResourceError,
     StoreError,
     VolbenchError,
@@ -36,9 +33,13 @@ from volbench.core.errors import (
 from volbench.core.model import RunResult, Status, canonical_json
 from volbench.engine import adaptive, curves, cutrun
 from volbench.engine.execution import measure, prepare_rundir, run_invocation, write_files
-from volbench.engine.experiment import Experiment, root_problems
+from volbench.engine.experiment import Experiment
 from volbench.engine.faultrun import FaultRun, bind
 from volbench.engine.plan import Group, Plan, PlannedRun, closure, make_plan
+from volbench.engine.preflight import confinement_problems as confinement_problems
+from volbench.engine.preflight import preflight as preflight
+from volbench.engine.preflight import program_versions as program_versions
+from volbench.engine.preflight import required_tools
 from volbench.engine.steadyrounds import unsteady
 from volbench.faults.powercut import Power
 from volbench.store import location
@@ -47,10 +48,9 @@ from volbench.store.location import Location
 from volbench.system import containment, journal, proc
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
-from volbench.system.host import fingerprint, hostinfo, tools
+from volbench.system.host import fingerprint, hostinfo
 from volbench.system.recipe import Recipe
-from volbench.targets import KINDS as TARGET_KINDS
-from volbench.targets import BuildContext, Built, open_target, placeholder, precondition
+from volbench.targets import BuildContext, Built, open_target, precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
 from volbench.workloads.base import (
     HostFacts,
@@ -67,11 +67,15 @@ class Progress(Protocol):
     begin, then run_started/run_finished per run (more when adaptive repetition adds
     runs, note at any time), then end, also after an interruption."""
 
-    def begin(self, total: int, estimate_s: float) -> None:
-        """The runs planned and their expected seconds, before the first run."""
+    def begin(self, total: int, estimate_s: float,
+              per_run: Callable[[PlannedRun], float] | None = None,
+              upto_s: float = 0.0) -> None:
+        """The runs planned and their expected seconds, before the first run; `per_run`
+        gives one run's planned seconds, `upto_s` what adaptive rounds may add at most."""
 
-    def more(self, runs: int) -> None:
-        """Adaptive repetition added this many runs to the total."""
+    def more(self, runs: int, estimate_s: float = 0.0, upto_s: float | None = None) -> None:
+        """Adaptive repetition added `runs` planned at `estimate_s` seconds; `upto_s`: what
+        later rounds may still add (0 once every comparison is decided)."""
 
     def run_started(self, run: PlannedRun) -> None:
         """A run is about to start."""
@@ -89,10 +93,12 @@ class Progress(Protocol):
 class NoProgress:
     """A Progress that shows nothing (library use, `--quiet` paths, tests)."""
 
-    def begin(self, total: int, estimate_s: float) -> None:
+    def begin(self, total: int, estimate_s: float,
+              per_run: Callable[[PlannedRun], float] | None = None,
+              upto_s: float = 0.0) -> None:
         """Shows nothing."""
 
-    def more(self, runs: int) -> None:
+    def more(self, runs: int, estimate_s: float = 0.0, upto_s: float | None = None) -> None:
         """Shows nothing."""
 
     def run_started(self, run: PlannedRun) -> None:
@@ -137,67 +143,6 @@ def signals_raise() -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def required_tools(exp: Experiment) -> list[str]:
-    """Every program the experiment's targets, their preconditioning and its workloads need,
-    sorted, for the checks before anything runs."""
-    names = {t for spec in exp.targets
-             for t in TARGET_KINDS[spec.type].tools + precondition.tools(spec)}
-    names |= {t for spec in exp.workloads for t in WORKLOAD_KINDS[spec.tool].tools}
-    return sorted(names)
-
-
-def program_versions(exp: Experiment) -> dict[str, str]:
-    """Versions of the programs workloads find themselves (PostgreSQL: pgfind); raises
-    when one is missing. A second workload with another version gets its own key."""
-    versions: dict[str, str] = {}
-    for spec in exp.workloads:
-        check = WORKLOAD_KINDS[spec.tool].programs
-        for name, version in (check(spec) if check else {}).items():
-            key = name if versions.get(name, version) == version else f"{name}[{spec.name}]"
-            versions[key] = version
-    return versions
-
-
-def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
-    """Paths in workloads' options and job files that would leave their targets.
-
-    The targets are not built yet: their directory and device are ${VOLBENCH_DIR} and
-    ${VOLBENCH_DEV}, so only paths written that way (or relative ones) can pass; the
-    same check runs again on the built target right before the tool starts."""
-    found: dict[str, Problem] = {}
-    for run in plan.runs(1):
-        spec = exp.workload(run.workload)
-        check = WORKLOAD_KINDS[spec.tool].confinement
-        if check is None:
-            continue
-        raw = placeholder(exp.target(run.target)).path is None
-        place = pathcheck.Place(None if raw else f"${{{pathcheck.DIR_VAR}}}",
-                                f"${{{pathcheck.DEV_VAR}}}" if raw else None, known=False)
-        for problem in check(spec, run.params, place):
-            found.setdefault(str(problem), problem)
-    return list(found.values())
-
-
-def preflight(exp: Experiment, plan: Plan) -> dict[str, str]:
-    """Everything that can be checked before touching anything; returns program_versions."""
-    problems = root_problems(exp) + confinement_problems(exp, plan)
-    if problems:
-        raise ExperimentError(problems, exp.name)
-    for name in required_tools(exp):
-        tools.require(name)
-    versions = program_versions(exp)
-    need = plan.disk_space()
-    if need:
-        probe = exp.workdir if exp.workdir.exists() else exp.workdir.parent
-        free = shutil.disk_usage(probe).free
-        if free < need * 1.1:
-            raise ResourceError(
-                f"the images need {need / 2**30:.1f} GiB but {probe} has only "
-                f"{free / 2**30:.1f} GiB free; set workdir: to a larger filesystem or use "
-                "smaller disk sizes")
-    return versions
 
 
 class Session:
@@ -460,6 +405,7 @@ class Session:
             todo = adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
                                     exp.repeat.metrics, design)
             if not todo:
+                self.progress.more(0, upto_s=0.0)
                 self.progress.note(f"every comparison decided after {repetition - 1} rounds")
                 return
             wanted = {(p.target, p.workload, p.params_key) for p in todo}
@@ -468,8 +414,9 @@ class Session:
                     (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
             self.progress.note(f"round {repetition}: {len(todo)} comparison(s) undecided, "
                                f"{len(runs)} more run(s)")
-            self.progress.more(len(runs))
+            self._more(runs, exp.repeat.max - repetition)
             self._run_all(runs, built, done)
+        self.progress.more(0, upto_s=0.0)
         if adaptive.pending(self.store.runs([self.id]), baseline, exp.thresholds,
                             exp.repeat.metrics, design):
             self.progress.note(f"some comparisons are still undecided after repeat.max = "
@@ -477,12 +424,19 @@ class Session:
                                "would need")
 
 
+    def _more(self, runs: list[PlannedRun], rounds_after: int) -> None:
+        """Tell the progress of an adaptive round's runs, and that as many may follow in
+        each round still allowed (the worst case: nothing decided until repeat.max)."""
+        seconds = sum(self.plan.run_estimate(r) for r in runs)
+        self.progress.more(len(runs), seconds, upto_s=seconds * max(0, rounds_after))
+
     def _until_steady(self, built: dict[str, Built], done: set[tuple[str, int, bool]],
                       start: int, spec: SteadySpec) -> None:
         """Extra rounds for each target's cases until the SNIA rule holds (steadyrounds)."""
         for repetition in range(start + 1, self.exp.repeat.max + 1):
             todo = unsteady(self.store.runs([self.id]), spec)
             if not todo:
+                self.progress.more(0, upto_s=0.0)
                 self.progress.note(f"every case steady after {repetition - 1} rounds")
                 return
             wanted = {(p.target, p.workload, p.params_key) for p in todo}
@@ -490,8 +444,9 @@ class Session:
                     (r.target, r.workload, canonical_json(dict(r.params))) in wanted]
             self.progress.note(f"round {repetition}: {len(todo)} case(s) not steady yet, "
                                f"{len(runs)} more run(s)")
-            self.progress.more(len(runs))
+            self._more(runs, self.exp.repeat.max - repetition)
             self._run_all(runs, built, done)
+        self.progress.more(0, upto_s=0.0)
         if unsteady(self.store.runs([self.id]), spec):
             self.progress.note(f"some cases are still not steady after repeat.max = "
                                f"{self.exp.repeat.max} rounds; the report names them")
@@ -569,7 +524,11 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
     store.set_status(experiment_id, "running")
     n = repetitions if repetitions is not None else exp.repeat.min
     todo = [r for r in plan.runs(n) if r.run_key not in done]
-    progress.begin(len(todo), plan.estimate(n) * len(todo) / max(1, len(plan.runs(n))))
+    # Adaptive repetition may add up to repeat.max rounds: at most a round's runs each.
+    upto = 0.0
+    if exp.repeat.adaptive and repetitions is None:
+        upto = sum(plan.run_estimate(r) for r in plan.round(n + 1)) * (exp.repeat.max - n)
+    progress.begin(len(todo), sum(plan.run_estimate(r) for r in todo), plan.run_estimate, upto)
     status = "failed"
     interruption: Interrupted | None = None
     with signals_raise(), journal.opened(f"experiment {exp.name}") as jrnl:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from volbench.config.lab import LabSpec, referenced_disks
 from volbench.core.errors import ExperimentError, Problem
@@ -35,6 +36,7 @@ from volbench.faults import powercut
 from volbench.faults.powercheck import has_power_cut
 from volbench.faults.powerstack import lab_disks
 from volbench.lab.errors import LabError
+from volbench.lab.events import PROGRESS, following
 from volbench.lab.vm import DEFAULT_WORKDIR, LabResult, run_in_vm
 from volbench.system import journal
 from volbench.system.block.mounts import make_tree
@@ -128,8 +130,10 @@ def run_experiment_in_lab(
     workdir: Path | None = None,
     timeout: float | None = None,
     on_output: Callable[[str], None] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> LabRunOutcome:
-    """Run `volbench run FILE CLI_ARGS…` in the lab described by FILE's `lab:` section."""
+    """Run `volbench run FILE CLI_ARGS…` in the lab described by FILE's `lab:` section;
+    `on_progress` gets each progress event of the guest's run (lab/events.py)."""
     exp = experiment.load(file)
     lab = with_cut_log(exp, lab_of(exp, str(file)))
     base = (workdir or DEFAULT_WORKDIR).resolve()
@@ -144,11 +148,12 @@ def run_experiment_in_lab(
             shutil.copyfile(db, outdir / "results.db")
         # In the guest: `volbench run` on the copy, database kept on guest tmpfs (guest.py).
         argv = [sys.executable, "-m", "volbench.cli.labguest", "--outdir", str(outdir), "--"]
-        argv += ["run", str(outdir / "experiment.yaml"), "--paths-from",
+        argv += ["run", str(outdir / "experiment.yaml"), "--no-report", "--paths-from",
                  str(file.absolute().parent), *cli_args]
         try:
-            result = run_in_vm(lab, argv, outdir, timeout=timeout, workdir=base, cwd=Path.cwd(),
-                               on_output=on_output, scope=scope)  # fmt: skip
+            with following(outdir / ".lab" / PROGRESS, on_progress):
+                result = run_in_vm(lab, argv, outdir, timeout=timeout, workdir=base,
+                                   cwd=Path.cwd(), on_output=on_output, scope=scope)
         finally:
             # Whatever happened, the console and any results reached so far come back.
             log = outdir / ".lab" / "console.log"

@@ -34,6 +34,8 @@ from typing import Any
 
 from volbench.config import fieldrules
 from volbench.config.fields import Reader
+from volbench.config.sections import Section, Value, object_schema
+from volbench.config.spec import Field, Integer, Text
 from volbench.core.errors import VolbenchError
 
 DEFAULT_FIO_PORT = 8765
@@ -42,6 +44,29 @@ NETNS_DIR = Path("/run/netns")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
 _NETNS = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$")
+
+SSH_USER = Text("user", help="the user volbench logs in as")
+SSH_ADDRESS = Text("address", None, help="where ssh connects (default: the host's address)")
+SSH_PORT = Integer("port", 22, minimum=1, maximum=65535, help="ssh's port")
+SSH_KEY = Text("key", "", help="the private key file volbench logs in with")
+KNOWN_HOSTS = Text("known_hosts", "", help="a known_hosts file holding the host's key")
+HOST_KEY = Text("host_key", "strict", choices=HOST_KEY_POLICIES,
+                help="strict: the key must be known; accept-new: learn it the first time")
+CONNECT_TIMEOUT = Integer("connect_timeout", 10, minimum=1, maximum=600,
+                          help="seconds ssh waits for the connection")
+SSH = Section("ssh", None, help="reach the host over SSH", fields=(
+    SSH_USER, SSH_ADDRESS, SSH_PORT, SSH_KEY, KNOWN_HOSTS, HOST_KEY, CONNECT_TIMEOUT))
+HOST_NAME = Text("name", help="the host's name, as targets and clients_from give it")
+NETNS = Text("netns", "", help="a network namespace on this machine the host lives in")
+ADDRESS = Text("address", "127.0.0.1", help="the address its fio server listens on")
+DIR = Text("dir", "", help="an absolute directory on the host for its files")
+FIO_PORT = Integer("fio_port", DEFAULT_FIO_PORT, minimum=1, maximum=65535,
+                   help="the first port tried for the host's fio server")
+HOST_FIELDS: tuple[Field[Any], ...] = (HOST_NAME, NETNS, ADDRESS, SSH, DIR, FIO_PORT)
+HOSTS = Value("hosts", None, help="load hosts: local, or {name, address, netns, ssh …} "
+              "(docs/multihost.md)",
+              value={"type": "array", "items": {"anyOf": [{"const": "local"},
+                                                          object_schema(HOST_FIELDS)]}})
 
 
 def valid_netns(name: str) -> bool:
@@ -136,10 +161,10 @@ def _expand(path: str) -> str:
 
 
 def _ssh(r: Reader, address: str) -> SSHSettings:
-    user = r.text("user")
+    user = r.get(SSH_USER)
     if user and not _USER.match(user):
         r.problem("user", f"'{user}' is not a valid user name")
-    key = r.text("key", "") or None
+    key = r.get(SSH_KEY) or None
     if key is not None:
         key = _expand(key)
         if not Path(key).is_file():
@@ -149,7 +174,7 @@ def _ssh(r: Reader, address: str) -> SSHSettings:
                 "give the private key volbench should log in with "
                 "(ssh-keygen -t ed25519 makes one)",
             )
-    known = r.text("known_hosts", "") or None
+    known = r.get(KNOWN_HOSTS) or None
     if known is not None:
         known = _expand(known)
         if not Path(known).is_file():
@@ -161,12 +186,12 @@ def _ssh(r: Reader, address: str) -> SSHSettings:
             )
     settings = SSHSettings(
         user=user,
-        address=r.text("address", address),
-        port=r.integer("port", 22, 1, 65535),
+        address=r.get(SSH_ADDRESS.defaulting(address)),
+        port=r.get(SSH_PORT),
         key=key,
         known_hosts=known,
-        host_key=r.text("host_key", "strict", choices=HOST_KEY_POLICIES),
-        connect_timeout=r.integer("connect_timeout", 10, 1, 600),
+        host_key=r.get(HOST_KEY),
+        connect_timeout=r.get(CONNECT_TIMEOUT),
     )
     if not valid_address(settings.address):
         r.problem("address", f"'{settings.address}' is not an IP address or host name")
@@ -175,8 +200,8 @@ def _ssh(r: Reader, address: str) -> SSHSettings:
 
 
 def _host(r: Reader) -> HostSpec:
-    name = r.text("name")
-    netns = r.text("netns", "") or None
+    name = r.get(HOST_NAME)
+    netns = r.get(NETNS) or None
     has_ssh = r.has("ssh")
     if (netns or has_ssh) and not r.has("address"):
         r.problem(
@@ -184,10 +209,10 @@ def _host(r: Reader) -> HostSpec:
             "is required for a host in a namespace or over SSH",
             "give the address its fio server should listen on, e.g. 10.213.1.2",
         )
-    address = r.text("address", "127.0.0.1")
+    address = r.get(ADDRESS)
     if address and not valid_address(address):
         r.problem("address", f"'{address}' is not an IP address or host name")
-    ssh = _ssh(r.sub("ssh"), address) if has_ssh else None
+    ssh = _ssh(r.get(SSH), address) if has_ssh else None
     if netns is not None:
         if not valid_netns(netns):
             r.problem("netns", f"'{netns}' is not a valid namespace name")
@@ -197,13 +222,13 @@ def _host(r: Reader) -> HostSpec:
                 f"network namespace '{netns}' does not exist",
                 f"create it first (ip netns add {netns}) or check `ip netns list`",
             )
-    directory = r.text("dir", "") or None
+    directory = r.get(DIR) or None
     if directory is not None:
         if not directory.startswith("/"):
             r.problem("dir", f"'{directory}' is not an absolute path", "give the full path")
         elif ssh is None and not Path(directory).is_dir():
             r.problem("dir", f"{directory} is not an existing directory", "create it first")
-    port = r.integer("fio_port", DEFAULT_FIO_PORT, 1, 65535)
+    port = r.get(FIO_PORT)
     r.finish()
     return HostSpec(name, address, netns, ssh, directory, port)
 
@@ -232,7 +257,8 @@ def parse_hosts(r: Reader) -> tuple[HostSpec, ...]:
             )
             continue
         else:
-            host = _host(Reader(entry, f"{r.at('hosts')}[{i}]", r.problems))
+            host = _host(Reader(entry, f"{r.at('hosts')}[{i}]", r.problems,
+                                declared=HOST_FIELDS))
         if not host.name:
             continue
         if any(h.name == host.name for h in hosts):

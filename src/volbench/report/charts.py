@@ -15,12 +15,14 @@ from dataclasses import dataclass, replace
 from volbench.core import metricinfo as metrics
 from volbench.core.model import RunResult, Series, Status, canonical_json, params_key
 from volbench.core.units import format_size, format_value
-from volbench.report import curveview, durabilityview, phaseview, svg, timeline
+from volbench.report import answer, curveview, durabilityview, forest, phaseview, svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.percentiles import PERCENTILES
 from volbench.report.table import case_label, interval_text, value_order
+from volbench.report.verdicts import DEFAULT_THRESHOLD, VerdictRow
+from volbench.stats import Verdict
 
 MAX_GROUPS = 12  # cases per bar chart; more are split over several charts
 SERIES_PREFERENCE = ("iops", "tps", "bw")
@@ -73,6 +75,56 @@ def working_sets(runs: Sequence[RunResult]) -> dict[tuple[str, str], str]:
         elif "size" in run.params:
             out[key] = str(run.params["size"])
     return out
+
+
+def _tone(row: VerdictRow | None, baseline: bool) -> str:
+    if baseline:
+        return "baseline"
+    c = row.comparison if row is not None else None
+    if c is None:
+        return "none"
+    return {Verdict.BETTER: "better", Verdict.WORSE: "worse", Verdict.EQUIVALENT: "same"}.get(
+        c.verdict, "open")
+
+
+def forest_charts(report: Report, workload: str) -> list[Chart]:
+    """The answer as a picture (report/forest.py): one chart per workload, a group per
+    headline case, a line per target: its ratio to the baseline, interval, verdict."""
+    if not report.baseline or len(report.target_order()) < 2:
+        return []
+    palette = _Palette(report)
+    groups = []
+    for a in answer.case_answers(report):
+        if a.workload != workload:
+            continue
+        rows, threshold, higher = [], 0.0, True
+        for s in a.summaries:
+            row = a.verdicts.get(s.target)
+            c = row.comparison if row is not None else None
+            base = s.target == report.baseline
+            words = "baseline" if base else answer.verdict_words(row) if row is not None \
+                else "no baseline to compare with"
+            if row is not None:
+                threshold = row.threshold
+            if c is not None:
+                higher = c.higher_is_better
+            ci = c.ratio_ci if c is not None else None
+            ratio = 1.0 if base else c.ratio if c is not None else None
+            tip = f"{s.target}: {answer.figure_text(s)}; {words}" + (
+                f" (ratio {ratio:.3g}" + (f", 95 % {ci.low:.3g}–{ci.high:.3g}" if ci else "")
+                + ")" if ratio is not None and not base else "")
+            rows.append(forest.ForestRow(s.target, ratio, ci.low if ci else None,
+                                         ci.high if ci else None, words,
+                                         _tone(row, base), palette.fill(s.target), tip))
+        if threshold == 0.0:
+            threshold = report.thresholds.get(a.summaries[0].metric, DEFAULT_THRESHOLD)
+        groups.append(forest.ForestGroup(a.title, threshold, higher, tuple(rows)))
+    if not groups:
+        return []
+    title = f"Answer — {workload}: each target against {report.baseline}"
+    note = "dot: ratio of geometric means; line: 95 % interval; shaded: within the threshold"
+    return [Chart(_slug(workload, "answer"), title, "forest", workload,
+                  forest.forest_chart(title, note, groups))]
 
 
 def bar_charts(report: Report, workload: str) -> list[Chart]:
@@ -338,6 +390,7 @@ def curve_charts(report: Report, workload: str) -> list[Chart]:
 def all_charts(report: Report, options: ReportOptions) -> list[Chart]:
     out: list[Chart] = []
     for workload in report.workloads():
+        out += forest_charts(report, workload)
         out += curve_charts(report, workload)
         out += bar_charts(report, workload)
         out += percentile_charts(report, workload, options.max_series_charts)

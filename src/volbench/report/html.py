@@ -155,8 +155,13 @@ class _Page:
         block = answer.render(report, footer=False)
         if not block:
             return []
+        # The picture first (a forest plot per workload), then the same answer in words.
+        pictures = [c for w in report.workloads() for c in charts.forest_charts(report, w)]
+        figures = ['<div class="charts forest">', *(
+            f'<figure id="{self.ids("chart-" + c.slug)}" data-kind="{c.kind}">{c.svg}</figure>'
+            for c in pictures), "</div>"] if pictures else []
         return self._section("answer", "Answer",
-                             [f'<pre class="answer">{esc(chr(10).join(block))}</pre>'])
+                             [*figures, f'<pre class="answer">{esc(chr(10).join(block))}</pre>'])
 
     def verdicts(self, report: Report, options: ReportOptions) -> list[str]:
         table = verdict_table(report, options.metrics)

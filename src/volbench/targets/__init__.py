@@ -12,31 +12,34 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from volbench.core.errors import ResourceError
-from volbench.system.block import cgroups
-from volbench.system.block.devices import device_bytes, topology, write_cache_modes
-from volbench.system.block.filesystems import FsSpec
-from volbench.targets import btrfs, directory, loopdisk, precondition, zram
-from volbench.targets import disk as disk_target
-from volbench.targets import image as image_target
-from volbench.targets import iscsi as iscsi_target  # storage stacks: iscsi, lvm, mdraid, nfs
-from volbench.targets import lvm as lvm_target
-from volbench.targets import mdraid as mdraid_target
-from volbench.targets import multihost as multihost_target
-from volbench.targets import nfs as nfs_target
+from volbench.core.registry import LazyKinds
 from volbench.targets.base import BuildContext, Built, TargetKind, TargetSpec
 
-KINDS: dict[str, TargetKind] = {k.name: k for k in (
-    directory.KIND, loopdisk.KIND, btrfs.KIND, zram.KIND,
-    disk_target.KIND, image_target.KIND,
-    multihost_target.KIND,
-    lvm_target.KIND, mdraid_target.KIND, nfs_target.KIND, iscsi_target.KIND,
-)}
+# A layout's module is imported the first time its type is looked up (core/registry.py).
+KINDS: LazyKinds[TargetKind] = LazyKinds({
+    "directory": "volbench.targets.directory:KIND",
+    "loopdisk": "volbench.targets.loopdisk:KIND",
+    "btrfs": "volbench.targets.btrfs:KIND",
+    "zram": "volbench.targets.zram:KIND",
+    "disk": "volbench.targets.disk:KIND",
+    "image": "volbench.targets.image:KIND",
+    "hosts": "volbench.targets.multihost:KIND",
+    # storage stacks (the lab VM): lvm, mdraid, nfs, iscsi
+    "lvm": "volbench.targets.lvm:KIND",
+    "mdraid": "volbench.targets.mdraid:KIND",
+    "nfs": "volbench.targets.nfs:KIND",
+    "iscsi": "volbench.targets.iscsi:KIND",
+})
 
 
 @contextmanager
 def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
     """Build `spec`, precondition it, throttle it if it has limits, record its state and
     topology; tear down after."""
+    from volbench.system.block import cgroups
+    from volbench.system.block.devices import device_bytes, topology, write_cache_modes
+    from volbench.targets import precondition
+
     kind = KINDS[spec.type]
     with ctx.scope, kind.build(spec, ctx) as built:
         # Before the throttle exists: preconditioning runs at the device's own speed.
@@ -66,6 +69,8 @@ def open_target(spec: TargetSpec, ctx: BuildContext) -> Iterator[Built]:
 def placeholder(spec: TargetSpec) -> Built:
     """What `volbench plan` shows a workload instead of a built target: a directory,
     or only a device for targets that carry no filesystem (fs: none)."""
+    from volbench.system.block.filesystems import FsSpec
+
     fs = getattr(spec, "fs", None)
     raw = isinstance(fs, FsSpec) and not fs.mounted
     return Built(spec.name, spec.type, path=None if raw else Path(f"<{spec.name}>"),

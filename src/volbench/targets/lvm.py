@@ -46,7 +46,8 @@ from typing import Any
 
 from volbench.config.fields import Reader
 from volbench.config.limits import Limits
-from volbench.config.spec import Boolean, Field, Integer, Size, Text, TextList
+from volbench.config.sections import Value
+from volbench.config.spec import SIZE, Boolean, Field, Integer, Size, Text, TextList
 from volbench.core import units
 from volbench.core.errors import ResourceError
 from volbench.system.block import blockstack, lvmops
@@ -61,6 +62,8 @@ from volbench.targets.precondition import discard_before_mkfs
 LAYOUTS = ("linear", "striped", "thin", "thin-pool", "thin-snapshot")
 THIN = ("thin", "thin-pool", "thin-snapshot")
 _PERCENT = re.compile(r"^\d{1,3}%(FREE|VG|PVS)$")
+# The same as it is written (any case, spaces around), for the schema.
+PERCENT_PATTERN = r"^\s*[0-9]{1,3}%([Ff][Rr][Ee][Ee]|[Vv][Gg]|[Pp][Vv][Ss])\s*$"
 # Slowest rate a prefill is given time for (a throttled lab disk writes ~50 MiB/s).
 PREFILL_BPS = 2 * 1024**2
 
@@ -89,8 +92,9 @@ STRIPES = Integer("stripes", None, minimum=0, maximum=64,
                   help="striped: stripes (lvcreate -i); default the number of disks")
 STRIPE_SIZE = Size("stripe_size", None, help="striped: lvcreate -I (default LVM's, 64k)")
 # A size (-L) or an LVM percentage (-l): read by _lv_size, not by one typed reader.
-LV_SIZE = Text("lv_size", None, help="the LV: a size or a percentage; default 100%FREE, "
-                                     "90%FREE for a thin pool (room for its metadata)")
+LV_SIZE = Value("lv_size", None, help="the LV: a size or a percentage; default 100%FREE, "
+                                      "90%FREE for a thin pool (room for its metadata)",
+                value={"anyOf": [SIZE, {"type": "string", "pattern": PERCENT_PATTERN}]})
 VIRTUAL_SIZE = Size("virtual_size", None, help="thin: the thin volume (default the pool's "
                                                "size, half of it for thin-snapshot)")
 CHUNK_SIZE = Size("chunk_size", None, help="thin: pool chunk (--chunksize, default LVM's)")

@@ -59,7 +59,8 @@ class MdSpec(TargetSpec):
 
 SOURCE = SourceRules(default_count=2, minimum=2, maximum=64)
 # `level` is read raw: YAML reads `level: 10` as a number, an alias of raid10.
-LEVEL = Text("level", "raid0", choices=tuple(LEVELS), help="RAID level (0, 1, 10 work too)")
+LEVEL = Text("level", "raid0", choices=tuple(LEVELS), aliases=tuple(ALIASES),
+             help="RAID level (0, 1, 10 work too)")
 CHUNK_SIZE = Size("chunk_size", None, help="mdadm --chunk (default mdadm's); not raid1")
 LAYOUT = Text("layout", None, help="raid10 only: " + ", ".join(RAID10_LAYOUTS))
 ASSUME_CLEAN = Boolean("assume_clean", True, help="mdadm --assume-clean: no initial resync")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, flag, whole
-from volbench.config.spec import Axis, Field, Integer, Size
+from volbench.config.spec import SIZE, Axis, Field, Integer, Size
 from volbench.core import units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar
@@ -120,7 +120,7 @@ def _mib_size(value: Any) -> str:
 
 
 AXES: tuple[Axis[Any], ...] = (
-    Axis("size", "512M", convert=_mib_size, expected="a size such as 512M",
+    Axis("size", "512M", convert=_mib_size, expected="a size such as 512M", value=SIZE,
          help="file size (-s), whole MiB, at least twice ram"),
     Axis("files", 16, convert=whole(0, "a whole number (0 skips the test)"),
          expected="a number of files in units of 1024",

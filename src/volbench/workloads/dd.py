@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, choice, flag, whole
-from volbench.config.spec import Axis
+from volbench.config.spec import SIZE, Axis
 from volbench.core import units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar, Series
@@ -66,7 +66,7 @@ def _bs(value: Any) -> str:
 FIELDS: tuple[Axis[Any], ...] = (
     Axis("op", ["write", "read"], convert=choice(OPS), expected="write or read",
          help="write (if=/dev/zero) and/or read (of=/dev/null)"),
-    Axis("bs", "1M", convert=_bs, expected="a block size such as 1M",
+    Axis("bs", "1M", convert=_bs, expected="a block size such as 1M", value=SIZE,
          help="block size, whole 512-byte sectors"),
     Axis("count", 256, convert=whole(1, "a whole number of blocks"),
          expected="a number of blocks", help="blocks per run"),

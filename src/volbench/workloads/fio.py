@@ -19,7 +19,7 @@ from typing import Any
 
 from volbench.config import fieldrules, loadspec, pathcheck
 from volbench.config.fields import Reader, choice, flag, percent, whole
-from volbench.config.spec import Axis, Field, Text, TextMap
+from volbench.config.spec import DURATION_POSITIVE, SIZE_POSITIVE, Axis, Field, Text, TextMap
 from volbench.core import units
 from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
@@ -71,22 +71,34 @@ def _seconds(value: Any) -> float:
     return seconds
 
 
+# An ioengine's name (libaio, io_uring, psync, posixaio, …): one word on fio's command line.
+ENGINE_PATTERN = r"^[A-Za-z0-9_.+:/-]+$"
+
+
+def _engine(value: Any) -> str:
+    if not isinstance(value, str) or not re.fullmatch(ENGINE_PATTERN, value):
+        raise ValueError(f"expected an fio ioengine such as libaio or io_uring, got {value!r}")
+    return value
+
+
 # The matrix axes of volbench's own job, in the order they are read.
 AXES: tuple[Axis[Any], ...] = (
     Axis("rw", "randread", convert=choice(RW), expected="an fio rw mode",
          help="I/O pattern: " + ", ".join(RW)),
-    Axis("bs", "4k", convert=_fio_size, expected="a block size such as 4k", help="block size"),
+    Axis("bs", "4k", convert=_fio_size, expected="a block size such as 4k", help="block size",
+         value=SIZE_POSITIVE),
     Axis("iodepth", 1, convert=whole(1, maximum=fieldrules.MAX_IODEPTH),
          expected="a whole number", help="I/Os in flight per job"),
     Axis("numjobs", 1, convert=whole(1, maximum=fieldrules.MAX_NUMJOBS),
          expected="a whole number", help="jobs (processes) side by side"),
     Axis("size", "256M", convert=_fio_size, expected="a size such as 1G",
-         help="the working set: one data file per size"),
+         help="the working set: one data file per size", value=SIZE_POSITIVE),
     Axis("runtime", "10s", convert=_seconds, expected="a duration such as 10s",
-         help="seconds of each run (time_based)"),
-    Axis("ioengine", "libaio", convert=str, expected="an fio ioengine", help="fio's ioengine"),
+         help="seconds of each run (time_based)", value=DURATION_POSITIVE),
+    Axis("ioengine", "libaio", convert=_engine, expected="an fio ioengine",
+         help="fio's ioengine", value={"type": "string", "pattern": ENGINE_PATTERN}),
     Axis("direct", True, convert=lambda v: int(flag(v)), expected="true or false",
-         help="O_DIRECT"),
+         help="O_DIRECT", value=flag.schema),
 )
 # Only a matrix axis when given, and only for the mixed modes.
 RWMIXREAD = Axis("rwmixread", 50, convert=percent, expected="a percentage",
@@ -97,7 +109,8 @@ OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
 OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)",
                   keys=OPTION_NAME, keys_are="an fio option name such as iodepth_batch",
                   one_line=True)
-FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS)
+FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS,
+                                  *loadspec.curve_fields(tuple(SLA_STATS)))
 
 
 def parse(r: Reader, name: str) -> FioSpec:

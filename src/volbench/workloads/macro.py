@@ -97,6 +97,7 @@ def _files(value: Any) -> int:
 
 SMALLFILES_AXES: tuple[Axis[Any], ...] = (
     Axis("files", 5000, convert=_files, expected="a number of files",
+         value={"type": "integer", "minimum": 1, "maximum": 10_000_000},
          help="files in the generated source tree"),
     Axis("sync", True, convert=flag, expected="true or false",
          help="sync after each step, so the time includes writing to the disk"),
@@ -258,11 +259,18 @@ class Argv(Field[tuple[str, ...]]):
         either way)."""
         return _argv(r, self.name, self.required)
 
+    def values(self) -> dict[str, Any]:
+        """A string (split as a shell would) or a non-empty list of words."""
+        word = {"type": ["string", "number"]}
+        return {"anyOf": [{"type": "string", "minLength": 1},
+                          {"type": "array", "items": word, "minItems": 1}]}
+
 
 COMMAND_ARGV = Argv("command", help="the timed command, run in a directory on the target")
 SETUP = Argv("setup", None, help="an untimed command before the first run")
 CLEANUP = Argv("cleanup", None, help="an untimed command after every run")
-TIMEOUT = Duration("timeout", "1h", help="a run that takes longer is stopped and failed")
+TIMEOUT = Duration("timeout", "1h", positive=True,
+                   help="a run that takes longer is stopped and failed")
 ESTIMATE = Duration("estimate", "60s", help="expected seconds per run, for plans and progress")
 ENV = TextMap("env", None, help="environment variables of the commands")
 COMMAND_FIELDS: tuple[Field[Any], ...] = (

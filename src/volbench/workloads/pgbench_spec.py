@@ -14,8 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from volbench.config import fieldrules, loadspec
-from volbench.config.fields import Reader
-from volbench.config.spec import Axis, Boolean, Field, Number, Text, TextList, TextMap
+from volbench.config.fields import Checked, Reader
+from volbench.config.spec import DURATION as SECONDS
+from volbench.config.spec import (
+    Axis,
+    Boolean,
+    Field,
+    Number,
+    Text,
+    TextList,
+    TextMap,
+)
 from volbench.core import units
 from volbench.core.model import Scalar
 from volbench.remote.hosts import HostSpec
@@ -171,12 +180,12 @@ def _script(base: Path | None) -> Callable[[Any], str]:
     return convert
 
 
-def _choice(choices: tuple[str, ...]) -> Any:
+def _choice(choices: tuple[str, ...]) -> Checked[str]:
     def convert(value: Any) -> str:
         if value not in choices:
             raise ValueError(f"'{value}' is not one of: {', '.join(choices)}")
         return str(value)
-    return convert
+    return Checked(convert, {"enum": list(choices)})
 
 
 def _pg_value(value: Any) -> str:
@@ -188,25 +197,28 @@ def _pg_value(value: Any) -> str:
 MODE = Axis("mode", "run", convert=_choice(MODES), expected="run or init",
             help="run: measured pgbench runs; init: time pgbench -i itself")
 SCALE = Axis("scale", 10, convert=_scale, expected=SCALE_FORMS,
-             help="pgbench -s: " + SCALE_FORMS)
+             help="pgbench -s: " + SCALE_FORMS,
+             value={"anyOf": [{"type": "number", "minimum": 1}, {"type": "string"}]})
 # After a bad value parsing goes on with 1 client, not the default 10, so that the checks
 # that depend on it (threads, max_connections) add no complaint of their own.
+POSITIVE = {"type": "integer", "minimum": 1}
 CLIENTS = Axis("clients", 10, convert=_positive, expected="a whole number", placeholder=1,
-               help="client connections (-c), per client host")
+               help="client connections (-c), per client host", value=POSITIVE)
 THREADS = Axis("threads", 1, convert=_positive, expected="a whole number",
-               help="pgbench worker threads (-j), at most one per client")
+               help="pgbench worker threads (-j), at most one per client", value=POSITIVE)
 TRANSACTIONS = Axis("transactions", 1000, convert=_positive, expected="a whole number",
-                    help="transactions per client (-t), instead of duration")
+                    help="transactions per client (-t), instead of duration", value=POSITIVE)
 DURATION = Axis("duration", "60s", convert=_whole_seconds, expected="a duration such as 60s",
-                help="seconds of each run (-T), whole seconds")
+                help="seconds of each run (-T), whole seconds", value=SECONDS)
 SCRIPT = Axis("script", "tpcb-like", convert=_script(None), expected="a builtin or a file",
-              help="a builtin (" + ", ".join(BUILTINS) + ") or a script file")
+              help="a builtin (" + ", ".join(BUILTINS) + ") or a script file",
+              value={"type": "string"})
 QUERY_MODE = Axis("query_mode", "simple", convert=_choice(QUERY_MODES),
                   expected="a pgbench -M mode", help="pgbench -M: " + ", ".join(QUERY_MODES))
 OPTIONS = TextList("options", [], help="more pgbench arguments for measured runs, verbatim")
 INIT_OPTIONS = TextList("init_options", [], help="more pgbench -i arguments, verbatim")
 INIT_STEPS_FIELD = Text("init_steps", "", help=f"pgbench -I steps, letters of {INIT_STEPS}")
-LOG_SAMPLING = Number("log_sampling", 1.0,
+LOG_SAMPLING = Number("log_sampling", 1.0, bounds=(0.0, 1.0),
                       help="fraction of transactions in the latency log (--sampling-rate)")
 CHECKPOINT = Boolean("checkpoint", True, help="CHECKPOINT after every measured run")
 PG_BIN = Text("pg_bin", "", help="bin directory of the PostgreSQL to use (default: found)")
@@ -216,7 +228,7 @@ SETTINGS = TextMap("settings", None, help="postgresql.conf settings of the throw
 FIELDS: tuple[Field[Any], ...] = (
     MODE, SCALE, CLIENTS, THREADS, TRANSACTIONS, DURATION, SCRIPT, QUERY_MODE, OPTIONS,
     INIT_OPTIONS, INIT_STEPS_FIELD, LOG_SAMPLING, CHECKPOINT, PG_BIN, SETTINGS,
-    *pgbench_hosts.FIELDS)
+    *pgbench_hosts.FIELDS, *loadspec.curve_fields(tuple(PGBENCH_SLA_STATS)))
 
 
 def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:

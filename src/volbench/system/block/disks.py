@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from volbench.config.fields import Reader
+from volbench.config.sections import object_schema
 from volbench.config.spec import Boolean, Field, Integer, Size, Text
 from volbench.core.errors import Problem, UnsafeDevice
 from volbench.system.block import guard
@@ -118,6 +119,9 @@ WIPE = Boolean("wipe", False, help="erase old signatures of the listed disks (do
                                    "the default of every listed disk")
 DEVICE = Text("device", None, help="one disk by stable name: the same as devices: [PATH]")
 PREALLOCATE = Boolean("preallocate", False, help="fresh loop disks: write the images fully first")
+PATH = Text("path", help="the disk by stable name (/dev/disk/by-id/…)")
+# One entry of devices: written as a mapping.
+ENTRY = (PATH, WIPE)
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,11 @@ class Devices(Field[list[ListedDisk]]):
 
     def read(self, r: Reader) -> list[ListedDisk]:
         return _listed(r, r.get(WIPE))
+
+    def values(self) -> dict[str, Any]:
+        """A non-empty list of paths or {path, wipe} mappings."""
+        entry = {"anyOf": [{"type": "string"}, object_schema(ENTRY)]}
+        return {"type": "array", "items": entry, "minItems": 1}
 
 
 DEVICES = Devices("devices", None, help="disks by stable name (/dev/disk/by-id/…), or "
@@ -176,8 +185,8 @@ def _listed(r: Reader, wipe_default: bool) -> list[ListedDisk]:
     for i, item in enumerate(value):
         where = f"devices[{i}]"
         if isinstance(item, dict):
-            sub = Reader(item, r.at(where), r.problems)
-            disk = ListedDisk(sub.text("path"), sub.boolean("wipe", wipe_default))
+            sub = Reader(item, r.at(where), r.problems, declared=ENTRY)
+            disk = ListedDisk(sub.get(PATH), sub.get(WIPE.defaulting(wipe_default)))
             sub.finish()
         elif isinstance(item, str):
             disk = ListedDisk(item, wipe_default)

@@ -1,0 +1,46 @@
+"""The tools' versions of an experiment's environment are asked all at once (issue 33:
+the harness's start-up under load): each is a process start, and none waits for another."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import NoReturn
+
+from volbench.system import proc
+from volbench.system.host import hostinfo
+
+TOOLS = ["dd", "fio", "git", "mkfs.xfs"]
+
+
+class SlowTools:
+    """Answers `TOOL --version` after 0.3 s, counting how many are asked at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+
+    def run(self, argv: tuple[str, ...], cwd: Path | None, input: str | None
+            ) -> proc.Completed:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.3)
+        with self.lock:
+            self.now -= 1
+        name = Path(argv[0]).name
+        return proc.Completed(argv, 0, f"{name} version 1.{len(name)}\n", "", 0.0, 0.3, 0, 0)
+
+    def start(self, argv: tuple[str, ...], log: Path) -> NoReturn:
+        raise AssertionError("nothing is started in the background")
+
+
+def test_tool_versions_are_asked_at_once() -> None:
+    fake = SlowTools()
+    with proc.executor(fake):
+        started = time.monotonic()
+        found = hostinfo.tool_versions(TOOLS)
+        took = time.monotonic() - started
+    assert found == {name: f"{name} version 1.{len(name)}" for name in TOOLS}
+    assert fake.most == len(TOOLS) and took < 0.3 * len(TOOLS) * 0.75
