@@ -351,9 +351,7 @@ def _layer_up(layer: Layer, steps: Steps, recovery: Recovery, check: bool,
               nfsd: Nfsd) -> None:
     info = layer.built.info
     if layer.spec.type == "mdraid":
-        node = str(info["device"])
-        if not Path(f"/sys/class/block/{Path(node).name}/md/array_state").exists():
-            steps.run(["mdadm", "--assemble", "--run", node, *layer.built.devices])
+        _md_up(str(info["device"]), layer.built.devices, steps)
     elif layer.spec.type == "lvm":
         steps.run(["vgchange", "-ay", str(info["vg"])])
     for m in layer.mounts:
@@ -362,6 +360,23 @@ def _layer_up(layer: Layer, steps: Steps, recovery: Recovery, check: bool,
             _check(m, steps, recovery)
     if isinstance(layer.spec, NfsSpec):
         _nfs_up(layer.spec, layer.built, steps, nfsd)
+
+
+def _md_up(node: str, devices: Sequence[str], steps: Steps) -> None:
+    """Assemble the array at its own node. As at boot, udev's incremental assembly may
+    have taken the members first, whole or half, under another name (the first cut in
+    the lab: "mdadm: /dev/dm-5 is busy"); such an array is stopped and assembled again
+    here, so the stack above finds the node it was built on."""
+    steps.run(["udevadm", "settle", "--timeout=30"], check=False)
+    state = Path(f"/sys/class/block/{Path(node).name}/md/array_state")
+    if state.exists() and state.read_text().strip() not in ("inactive", "clear"):
+        return
+    holders = sorted({h.name for d in devices
+                      for h in Path(f"/sys/class/block/{Path(os.path.realpath(d)).name}/holders")
+                      .glob("md*")})
+    for holder in holders:
+        steps.run(["mdadm", "--stop", f"/dev/{holder}"])
+    steps.run(["mdadm", "--assemble", "--run", node, *devices])
 
 
 def _nfs_up(spec: NfsSpec, built: Built, steps: Steps, nfsd: Nfsd) -> None:

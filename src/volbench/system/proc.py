@@ -437,6 +437,59 @@ class Background:
         return code
 
 
+class _Spawner:
+    """Forks background processes from one thread that lasts as long as volbench.
+
+    The kernel sends the parent-death signal (PR_SET_PDEATHSIG) when the *thread* that
+    forked the child ends, not the process: a server started from a short-lived worker
+    thread (a stack brought back after a power cut, faults/powerstack.py) was SIGKILLed
+    as soon as that thread finished (seen in the lab: PostgreSQL answered its first query
+    after recovery, then refused every connection)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: list[tuple[Callable[[], object], dict[str, object], threading.Event]] = []
+        self.ready = threading.Condition(self.lock)
+        self.thread: threading.Thread | None = None
+
+    def call(self, make: Callable[[], object]) -> object:
+        box: dict[str, object] = {}
+        done = threading.Event()
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._serve, name="volbench-spawner",
+                                               daemon=True)
+                self.thread.start()
+            self.jobs.append((make, box, done))
+            self.ready.notify()
+        done.wait()
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]
+
+    def _serve(self) -> None:
+        while True:
+            with self.lock:
+                while not self.jobs:
+                    self.ready.wait()
+                make, box, done = self.jobs.pop(0)
+            try:
+                box["value"] = make()
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+            done.set()
+
+
+_spawner = _Spawner()
+
+
+def _from_lasting_thread(make: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """`make()` on a thread that lives as long as volbench (see _Spawner)."""
+    if threading.current_thread() is threading.main_thread():
+        return make()
+    return _spawner.call(make)  # type: ignore[return-value]
+
+
 def start(
     argv: Sequence[str],
     *,
@@ -455,11 +508,11 @@ def start(
     hold = _Hold()
     try:
         with open(log, "ab") as logf:
-            popen = subprocess.Popen(
+            popen = _from_lasting_thread(lambda: subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                 cwd=cwd, env=base_env({**(env or {}), COMMAND_TAG: tag}),
                 start_new_session=True, preexec_fn=_preexec(_join_file(cgroup), _identity(user)),
-            )
+            ))
     except BaseException:
         hold.release()
         raise
