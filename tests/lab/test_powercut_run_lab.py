@@ -7,6 +7,11 @@ an fdatasync each, every run cut at a seeded moment 3-6 s in, 3 cuts per target.
 run must come back, keep the tool's speed up to the cut and its durability figures; the
 honest disk loses nothing, the lying one loses acknowledged writes in every cut (all it
 wrote since the cycle began), and the report's answer says so beside its speed.
+
+Lab time: its one lab run so far failed in 42 s (the cut took every wrapped disk while
+only the run's own stack went down; fixed by Power.over, not yet rerun); expected ~4-5 min
+passing (6 cut runs: a cut 3-6 s in, then ~30-40 s of take-down, restore and recovery
+for one xfs stack, as measured in the ground truth).
 """
 
 from __future__ import annotations

@@ -130,3 +130,19 @@ def test_host_refuses_a_span_outside_the_image(tmp_path: Path) -> None:
     with pytest.raises(LabError, match="no lab disk"):
         cutdisks.serve(spec, [image], {"action": "power-base", "disks": [
             {"disk": "nope", "data_offset": 0, "data_bytes": 10}]})
+
+
+def test_a_runs_power_covers_its_own_stacks_disks_only() -> None:
+    """A run's cut takes down only its target's stack, so it must cut only that stack's
+    disks: the first `volbench run` in the lab cut both targets' disks and left the other
+    target's xfs on a failing disk (EIO, then "pcr2 held by open 1 times")."""
+    from volbench.config.lab import DiskClass, LabDisk, LabSpec
+    from volbench.faults import powercut
+    spec = LabSpec(disks=(LabDisk("a", 2**28, "wb"), LabDisk("b", 2**28, "wb")),
+                   classes={"wb": DiskClass("wb", write_cache="write-back")})
+    names = ["a", "b"]
+    disks = powercut.cut_disks(powercut.with_log_disk(spec, names), names)
+    power = powercut.Power(None, disks)  # type: ignore[arg-type]
+    run = power.over(["a"])
+    assert [d.name for d in run.disks] == ["a"]
+    assert run.disks[0] is disks[0]  # the same wrapped disk, its log slot unchanged

@@ -92,7 +92,8 @@ def for_run(session: CutSession, run: PlannedRun, spec: WorkloadSpec, built: Bui
              if target in inside and isinstance(h, ServiceHandle) and h.crash_hooks]
     stack = stack_for(run.target, specs, session.built, hooks, probe=spec.tool != "pgbench")
     at = moment(fault, session.plan.seed, f"{run.case_key}-{run.repetition}")
-    cut = PowerCutRun(fault, at, stack, session.power, _ledgers(session), spec.tool,
+    cut = PowerCutRun(fault, at, stack, session.power.over(stack.disks), _ledgers(session),
+                      spec.tool,
                       tracker=session.journal)
     try:
         if isinstance(spec, PgbenchSpec):

@@ -244,6 +244,14 @@ class Power:
         self._lock = threading.Lock()
         self._writeback: threading.Thread | None = None
 
+    def over(self, names: Sequence[str]) -> Power:
+        """The power over these disks only: a run's cut takes down its own target's stack
+        (faults/powerstack.py, component), so it cuts that stack's disks and no other. A
+        cut of every disk left the other targets' filesystems mounted on failing disks
+        (first `volbench run` in the lab: the next target's fio got EIO, and the restore
+        refused, "pcr2 held by open 1 times")."""
+        return Power(self.scope, [d for d in self.disks if d.name in set(names)])
+
     def arm(self) -> Cycle:
         """A new cycle: each disk's state now is its base; from here its writes count."""
         cycle = Cycle(armed_at=time.time())
