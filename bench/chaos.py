@@ -13,6 +13,10 @@ cgroups and journals left behind (and notes PostgreSQL segments new in /dev/shm)
         --anchor tool      # the reported leak's window
 
 Prints trials, lost, duplicated, leaked (target 0 / 0 / 0) and one line per trial.
+
+    sudo .venv/bin/python bench/chaos.py --vectors   # the pgbench/PostgreSQL attack vectors
+
+runs instead every vector of bench/pgvectors.py against sentinels (bench/chaos_vectors.py).
 """
 
 from __future__ import annotations
@@ -151,7 +155,14 @@ def unmapped_new_segments(before: set[str]) -> list[str]:
     return sorted(new - mapped_anywhere(new))
 
 
-def leftovers(work: Path, tag: str, state: Path, pid: int) -> list[str]:
+def sandbox_users() -> set[str]:
+    """The volbench-* system users there are now."""
+    return {line.split(":")[0] for line in Path("/etc/passwd").read_text().splitlines()
+            if line.startswith("volbench-")}
+
+
+def leftovers(work: Path, tag: str, state: Path, pid: int, users_before: set[str]
+              ) -> list[str]:
     found = tagged_processes(tag)
     out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True,
                          timeout=30).stdout
@@ -163,6 +174,10 @@ def leftovers(work: Path, tag: str, state: Path, pid: int) -> list[str]:
         if mountpoint.startswith(str(work)):
             found.append(f"mount {mountpoint}")
     found += [f"cgroup {p.name}" for p in BLKIO.glob(f"volbench-{pid}-*")]
+    # pgbench's sandbox user (system/sandbox.py): made per run, gone with it. Its
+    # processes carry no trial tag (the sandbox's environment is volbench's own), but
+    # they end with the sandbox's PID namespace; a user left is a leak.
+    found += [f"sandbox user {u}" for u in sorted(sandbox_users() - users_before)]
     found += [f"journal {p.name}" for p in (state / "journals").glob("*.jsonl")]
     return found
 
@@ -220,6 +235,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
     db = work / "chaos.db"
     trial.planned = planned_runs(file, env)
     shm_before = shm_segments()
+    users_before = sandbox_users()
     child = subprocess.Popen(volbench("run", str(file), "--db", str(db), "--quiet"), env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
@@ -247,7 +263,7 @@ def run_trial(seed: int, root: Path, *, shape: str | None = None, sig: str | Non
         trial.note += f" signal ignored? {err.decode(errors='replace').strip()[-300:]}"
     elif trial.exit_code not in (0, 130):
         trial.note += f" exit {trial.exit_code}: {err.decode(errors='replace').strip()[-200:]}"
-    trial.leaked = leftovers(work, tag, state, child.pid)
+    trial.leaked = leftovers(work, tag, state, child.pid, users_before)
     shm = unmapped_new_segments(shm_before)
     if shm:
         trial.note += f" /dev/shm segments left by some cluster: {', '.join(shm)}"
@@ -283,8 +299,14 @@ def main() -> None:
     parser.add_argument("--signal", choices=SIGNALS, help="only this signal")
     parser.add_argument("--anchor", choices=("start", "tool"),
                         help="time the signal from volbench's start or the tool's")
+    parser.add_argument("--vectors", action="store_true",
+                        help="instead of kills: every pgbench/PostgreSQL attack vector of "
+                        "bench/pgvectors.py against sentinels (bench/chaos_vectors.py)")
     args = parser.parse_args()
     root = Path("/var/tmp")  # images need O_DIRECT: not tmpfs
+    if args.vectors:
+        vectors(root)
+        return
     trials = []
     for seed in range(args.seed, args.seed + args.trials):
         trial = run_trial(seed, root, shape=args.shape, sig=args.signal, anchor=args.anchor)
@@ -293,6 +315,32 @@ def main() -> None:
     leaked = sum(1 for t in trials if t.leaked)
     print(f"trials {len(trials)}  lost {sum(t.lost for t in trials)}  "
           f"duplicated {sum(t.duplicated for t in trials)}  leaked {leaked}")
+
+
+def vectors(root: Path) -> None:
+    """The attack vectors, with a sentinel loop device of their own."""
+    from chaos_vectors import run_vectors
+
+    work = Path(tempfile.mkdtemp(dir=root, prefix="vectors-loop-"))
+    image = work / "sentinel.img"
+    image.write_bytes(os.urandom(1 << 20) * 8)
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    try:
+        outcomes = run_vectors(root, loop)
+    finally:
+        subprocess.run(["losetup", "--detach", loop], check=True)
+        subprocess.run(["rm", "-rf", str(work)], timeout=120)
+    for outcome in outcomes:
+        print(outcome.line(), flush=True)
+    kinds = sorted({o.vector.kind for o in outcomes})
+    for kind in kinds:
+        mine = [o for o in outcomes if o.vector.kind == kind]
+        print(f"{kind}: {len(mine)} vectors, "
+              f"{sum(o.outcome == 'refused' for o in mine)} refused, "
+              f"{sum(o.outcome == 'contained' for o in mine)} contained, "
+              f"{sum(o.outcome == 'ESCAPED' for o in mine)} escaped")
+    print(f"vectors {len(outcomes)}  escaped {sum(o.outcome == 'ESCAPED' for o in outcomes)}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ each condition, and the smallest margin to the bound as a share of the bound. A 
 The host's load and steal during each round are printed too (tests/hostload.py's figures).
 
     sudo .venv/bin/python bench/test_bounds.py [--rounds 3] [--conditions quiet,hog]
-        [--json OUT] TEST [TEST ...]
+        [--nice N] [--json OUT] TEST [TEST ...]
+
+--nice 10 runs the tests as scripts/test runs tests/unit + tests/system (niced beside the
+lab), the hog staying at nice 0: the harder and the truer condition for those tests.
     e.g. bench/test_bounds.py tests/system/test_curves_run.py tests/lab/test_nfs_hop_lab.py
 """
 
@@ -45,14 +48,17 @@ def hog(condition: str) -> subprocess.Popen[bytes] | None:
                              "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def one_round(tests: list[str], condition: str, record: Path) -> dict[str, Any]:
+def one_round(tests: list[str], condition: str, record: Path, nice: int = 0
+              ) -> dict[str, Any]:
     recorder = hostload.Recorder().start()
     load = hog(condition)
     started = time.time()
+    niced = ["nice", "-n", str(nice)] if nice else []
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               *tests], cwd=ROOT, env={**os.environ, "VOLBENCH_TEST_BOUNDS":
-                                                      str(record)}, check=False)
+        done = subprocess.run([*niced, sys.executable, "-m", "pytest", "-q", "-p",
+                               "no:cacheprovider", *tests], cwd=ROOT,
+                              env={**os.environ, "VOLBENCH_TEST_BOUNDS": str(record)},
+                              check=False)
     finally:
         if load is not None:
             load.terminate()
@@ -94,6 +100,7 @@ def main() -> None:
     parser.add_argument("tests", nargs="+")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--conditions", default="quiet,hog")
+    parser.add_argument("--nice", type=int, default=0, help="run the tests at this nice")
     parser.add_argument("--json", type=Path, help="write every check's values here")
     args = parser.parse_args()
     conditions = args.conditions.split(",")
@@ -102,7 +109,7 @@ def main() -> None:
         for r in range(args.rounds):
             for condition in conditions:
                 record = Path(tmp) / f"{condition}-{r}.jsonl"
-                info = one_round(args.tests, condition, record)
+                info = one_round(args.tests, condition, record, args.nice)
                 print(f"round {r + 1} {condition}: exit {info['exit']} in "
                       f"{info['seconds']:.0f} s; {info['host']}", flush=True)
                 if record.exists():

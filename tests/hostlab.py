@@ -51,9 +51,18 @@ def _taken() -> set[int]:
     return used
 
 
+def _claim() -> int:
+    """A free number, taken by creating its namespace (which fails when another pytest on
+    the machine took the same number between the look and the add)."""
+    while True:
+        n = min(set(range(1, 251)) - _taken())
+        if _ip("netns", "add", f"vbt{n}", check=False).returncode == 0:
+            return n
+
+
 def _create(n: int) -> NetnsHost:
+    """The namespace's link and addresses (the namespace itself is made by _claim)."""
     ns, outside, inside = f"vbt{n}", f"vbt{n}h", f"vbt{n}n"
-    _ip("netns", "add", ns)
     _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
     _ip("link", "set", inside, "netns", ns)
     _ip("addr", "add", f"10.213.{n}.1/30", "dev", outside)
@@ -75,7 +84,11 @@ def namespaces(count: int) -> Iterator[list[NetnsHost]]:
     made: list[int] = []
     try:
         for _ in range(count):
-            n = min(set(range(1, 251)) - _taken())
+            # Only what this pytest made is deleted at the end: before, a number another
+            # pytest took first was added to `made` anyway, its add failed, and the
+            # clean-up deleted the other's namespace mid-run ("Cannot open network
+            # namespace vbt6", seen with two worktrees' tests at once).
+            n = _claim()
             made.append(n)
             _create(n)
         yield [NetnsHost(f"vbt{n}", f"10.213.{n}.2", f"10.213.{n}.1") for n in made]

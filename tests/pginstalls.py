@@ -20,6 +20,7 @@ development machines (mode 755 all the way up).
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,7 @@ def pg_bindir(major: int) -> Path:
     with (target / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers install it once
         if done.exists() and done.read_text() == stamp and (bindir / "pgbench").exists():
+            _root_only(target)  # a cache unpacked before the tarball's owners were dropped
             return bindir
         done.unlink(missing_ok=True)
         for old in target.iterdir():
@@ -85,12 +87,26 @@ def pg_bindir(major: int) -> Path:
         if bundle.tarball:
             archive = target / bundle.tarball
             with tarfile.open(archive) as tar:
-                tar.extractall(archive.parent, filter="tar")
+                # "data": no owners (the files are root's), no group/other write bits.
+                tar.extractall(archive.parent, filter="data")
             archive.unlink()  # unpacked, it is only dead weight in the cache
         for path in [target, *target.rglob("*")]:  # reachable by postgres (see above)
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
         for folder in (CACHE.parent, CACHE):  # whatever the umask made them
             folder.chmod(folder.stat().st_mode | 0o555)
+        _root_only(target)
         done.write_text(stamp)
     return bindir
+
+
+def _root_only(target: Path) -> None:
+    """Every file of the install root's, writable by root only: volbench refuses a pg_bin
+    another user could change (it runs psql from it as root)."""
+    if os.geteuid() != 0 or (target.stat().st_uid == 0 and all(
+            p.lstat().st_uid == 0 for p in target.rglob("bin"))):
+        return
+    for path in [target, *target.rglob("*")]:
+        os.lchown(path, 0, 0)
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & ~0o022)

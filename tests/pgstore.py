@@ -25,6 +25,8 @@ from volbench.targets.base import Built
 
 OWNER = "vbowner"
 PASSWORD = "s3cret-Pw_42"  # the owner's password: tests check it is never printed
+# Roles in this group log in with their password too (tests/system/test_passwords.py).
+PW_GROUP = "vbpw"
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,10 @@ def pg_server() -> Iterator[PgServer]:
     with cluster("pgstore") as (found, server):
         # Passwords are checked for the owner (scram), trust stays for the superuser.
         hba = server.datadir / "pg_hba.conf"
-        hba.write_text(f"local all {OWNER} scram-sha-256\n" + hba.read_text())
+        hba.write_text(f"local all {OWNER} scram-sha-256\n"
+                       f"local all +{PW_GROUP} scram-sha-256\n" + hba.read_text())
         found.admin(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{PASSWORD}'")
+        found.admin(f"CREATE ROLE {PW_GROUP} NOLOGIN")
         found.admin("SELECT pg_reload_conf()")
         yield found
 
@@ -75,7 +79,14 @@ def cluster(name: str) -> Iterator[tuple[PgServer, postgres.Server]]:
                   postgres.cluster(postgres.ClusterConfig(), scope,
                                    Built(name, "directory", base / "data"),
                                    base / "svc") as server):
-                yield PgServer(server.sockdir, server.port), server
+                found = PgServer(server.sockdir, server.port)
+                # A server for the store's tests, not a benchmark's: any role may log in
+                # over the socket (volbench's clusters admit the superuser and the
+                # benchmark role only, through the peer map, services/pghba.py).
+                hba = server.datadir / "pg_hba.conf"
+                hba.write_text(hba.read_text() + "local all all trust\n")
+                found.admin("SELECT pg_reload_conf()")
+                yield found, server
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

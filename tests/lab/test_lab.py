@@ -226,16 +226,24 @@ def sysfs(path, name):
     return Path("/sys/class/block", os.path.basename(os.path.realpath(path)), name).read_text()
 
 # A write-back disk (w1) gets a flush for every fsync; a write-through one (g4) gets none.
+def writes(d, *sync):
+    fio = proc.run(["fio", "--name=f", "--filename=" + disk(d), "--direct=1", "--rw=randwrite",
+                    "--bs=4k", "--ioengine=psync", *sync, "--runtime=4", "--ramp_time=1",
+                    "--time_based", "--output-format=json"], timeout=120)
+    return json.loads(fio.stdout)["jobs"][0]["write"]["iops"]
+
 for d in ("g4", "w1"):
     before = int(sysfs(disk(d), "stat").split()[15])  # flush requests completed
-    fio = proc.run(["fio", "--name=f", "--filename=" + disk(d), "--direct=1", "--rw=randwrite",
-                    "--bs=4k", "--ioengine=psync", "--fsync=1", "--runtime=4", "--ramp_time=1",
-                    "--time_based", "--output-format=json"], timeout=120)
+    iops = writes(d, "--fsync=1")
     results["flush_" + d] = {
         "write_cache": sysfs(disk(d), "queue/write_cache").strip(),
         "flushes": int(sysfs(disk(d), "stat").split()[15]) - before,
-        "iops": json.loads(fio.stdout)["jobs"][0]["write"]["iops"],
+        "iops": iops,
     }
+# g4 with an fsync per write between the same writes without fsync just before and just
+# after: the same-moment reference for "fsync costs a write-through disk nothing".
+results["paired_g4"] = {"before": writes("g4"), "fsync": writes("g4", "--fsync=1"),
+                        "after": writes("g4")}
 # an LV on write-through disks is write-through too: device-mapper has no flush to fan out
 run("pvcreate", "-q", disk("g4"))
 run("vgcreate", "-q", "vbw", disk("g4"))
@@ -294,9 +302,16 @@ def test_write_through_class_sends_no_flushes(guard_in_lab: dict[str, Any]) -> N
     assert back["write_cache"] == "write back" and back["flushes"] > 100  # one per write
     assert through["write_cache"] == "write through" and through["flushes"] == 0
     assert checks["lv_write_cache"] == "write through"
-    # with no flushes to wait for, fsync-per-write runs at the class's cap
-    within("lab write-through fsync per write (op/s)", through["iops"], low=0.95 * 500,
-           high=1.05 * 500, reference=str(through))
+    # With no flushes to wait for, fsync per write runs as fast as the same writes without
+    # fsync, measured just before and after (at QD1 the emulated guest's CPU, not the
+    # class's 500 cap, may set that pace on a busy host: 334 op/s at load 9.4 beside a
+    # second VM, 2026-11-28), and never above the cap.
+    paired = checks["paired_g4"]
+    plain = (paired["before"] + paired["after"]) / 2
+    within("lab write-through fsync per write (op/s)", through["iops"], high=1.05 * 500,
+           reference=str(through))
+    within("lab write-through: fsync per write over no fsync", paired["fsync"] / plain,
+           low=0.8, high=1.2, reference=str(paired))
 
 
 @pytest.mark.lab

@@ -18,7 +18,9 @@ A second run: warm-up 12.4 s at 739 IOPS (the loaded host's dips at 13-16 s move
 boundary), 2,029 sustained; 10.8 ms against 3.9 ms mean, p99 90 ms against 11 ms; the
 disk wrote 371.9 MB for fio's 304.3 MB: 64.5 MiB more, the 1024 chunks' zeroes.
 
-Ground truth: the sustained level is the byte cap's 2048 4k writes a second (±10 %); the
+Ground truth: the sustained level is the byte cap's 2048 4k writes a second (its best
+seconds within ±10 %, its mean never above; on a busy host the guest's CPU, not the cap,
+holds the mean lower); the
 disk writes the area's 64 MiB of zeroes beyond fio's bytes (±15 %); and the warm-up lasts
 as long as the cap needs to move those zeroes plus the window's own writes:
 (64 MiB + warm-up IOPS × seconds × 4 KiB) / 8 MiB/s (±30 %; 9.5 s model vs 9.1 measured,
@@ -27,6 +29,7 @@ as long as the cap needs to move those zeroes plus the window's own writes:
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pytest
@@ -68,7 +71,8 @@ def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(shared_boot: dict[str,
         (run,) = store.runs([row.id], series=True)
     got = {(m.name, m.tags.get("window", "")): m.value for m in run.metrics
            if m.tags.get("op") == "write"}
-    series = [v for s in run.parsed.series if s.name == "iops" for _, v in s.points]
+    points = [(t, v) for s in run.parsed.series if s.name == "iops" for t, v in s.points]
+    series = [v for _, v in points]
     seconds = shared_boot["steps"]["thin"]["seconds"]
     print(f"lab thin step: {seconds:.0f} s; per-second IOPS {series}; {got}")
     device = run.annotations["device_io"]
@@ -78,8 +82,16 @@ def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(shared_boot: dict[str,
     assert ("warmup_seconds", "") in got, got
     low, high, seconds = (got[("iops", "warmup")], got[("iops", "sustained")],
                           got[("warmup_seconds", "")])
+    # The cap is the ceiling: the sustained mean never above it, and the sustained window's
+    # best seconds (its 90th percentile) at it. Not the mean at it: 2048 IOPS is near what
+    # the emulated guest can issue, and beside a second VM at load 9.4 (2026-11-28) its
+    # sustained mean was 0.80 of the cap while its best seconds read 2033-2077.
+    after = [v for t, v in points if t > seconds]
+    best = statistics.quantiles(after, n=10)[-1]
     within("thin first touch: sustained over the byte cap's rate", high / (CAP / 4096),
-           low=0.9, high=1.1)
+           high=1.1, reference=f"best seconds {best:.0f} op/s")
+    within("thin first touch: sustained's best seconds over the cap's rate",
+           best / (CAP / 4096), low=0.9, high=1.1, reference=f"{len(after)} seconds")
     # Paired: the same run's warm-up against its sustained level.
     within("thin first touch: sustained over warm-up", high / low, low=2.0)
     within("thin first touch: warm-up length over the zeroing's (s)",

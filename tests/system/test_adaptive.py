@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bounds import within
 from support import tool
 from volbench.cli.main import main
 from volbench.cli.progress import TerminalProgress
@@ -56,10 +57,14 @@ def test_descriptive_metrics_failed_runs_and_missing_baselines_are_ignored() -> 
 
 
 @pytest.mark.root
-def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) -> None:
+def test_extra_rounds_go_only_to_undecided_pairs(ramdir: Path, tmp_path: Path) -> None:
+    """Loop disks in RAM (the ramdir fixture): the uncapped ones do tens of thousands of
+    IOPS at depth 1 whatever the shared host disk does, so capped at 200 is decided at the
+    first looks (on the host disk, busy, the uncapped reads swung from 2 000 to 9 000 and
+    kept it undecided to the last round: measured). The twin stays open by its threshold."""
     tool("fio")
     doc = {
-        "name": "adaptive", "workdir": str(workdir),
+        "name": "adaptive", "workdir": str(ramdir),
         "targets": [{"name": "base", "type": "loopdisk", "size": "512M"},
                     {"name": "capped", "type": "loopdisk", "size": "512M",
                      "limits": {"read_iops": 200}},
@@ -87,7 +92,7 @@ def test_extra_rounds_go_only_to_undecided_pairs(workdir: Path, tmp_path: Path) 
     # A 200 IOPS cap is decided early; the first look of the sequential design tests at
     # ~2.5 % with 2 runs per side (t quantile ~25 at 1 df), so on a busy machine, where
     # the uncapped disk's IOPS swing by half, it may take a round or two more.
-    assert count["capped"] < count["base"]
+    within("adaptive: rounds capped - base", count["capped"] - count["base"], high=0)
     assert count["base"] == max(count.values()) <= 5
     assert 2 <= count["twin"] <= count["base"]
     assert all(r.repetition <= 5 for r in runs)
@@ -164,7 +169,7 @@ def test_identical_targets_through_the_cli_are_rarely_called_different(
     assert all(v["comparison"]["looks"] == 3 for v in real)
     different = sum(v["verdict"] in ("better", "worse") for v in real)
     # P(3 or more of 10 | 5 %) = 1.2 %.
-    assert different <= 2
+    within("adaptive identical: called different (of 10)", different, high=2.5)
 
 
 def test_repetition_waits_for_the_headline_metric_only() -> None:

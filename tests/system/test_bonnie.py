@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import DATA, tool
 from volbench.core.errors import ExperimentError, ParseError
 from volbench.core.model import Metric, Status
@@ -218,6 +219,9 @@ def test_raw_device_target_is_refused_with_a_reason(tmp_path: Path) -> None:
 
 @pytest.mark.root
 def test_real_runs_on_loop_disks(workdir: Path, tmp_path: Path) -> None:
+    """The O_DIRECT block rate needs no reference: it is checked to be a number at all
+    (> 1 MB/s; measured 44 MB/s quiet, 19 MB/s niced beside a 2-core hog); slower would
+    take the 64 MiB over a minute, longer than any stall of the shared disk seen."""
     tool("bonnie++")
     doc = {
         "name": "bonnie",
@@ -246,7 +250,9 @@ def test_real_runs_on_loop_disks(workdir: Path, tmp_path: Path) -> None:
     direct = ok[True]
     block = metric(direct.metrics, "bw", "put_block")
     # O_DIRECT: the loop disk really wrote the file, and the rate is a number.
-    assert block.value is not None and block.value > 1e6 and block.note == ""
+    assert block.value is not None and block.note == ""
+    within("bonnie: O_DIRECT put_block, B/s", block.value, low=1e6,
+           reference="a floor for a real number, not a speed")
     assert direct.annotations["device_io"]["write_bytes"] >= 64 * 1024**2
     assert direct.outputs["stdout"].startswith("1.98,")
     buffered = ok[False]

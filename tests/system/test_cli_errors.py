@@ -258,9 +258,9 @@ def test_a_read_only_database_is_one_line(results: Path, shared_dir: Path) -> No
                               env=env, capture_output=True, text=True, timeout=120)
 
     done = as_nobody("run", str(exp), "--db", str(db), "--quiet")
-    assert (done.returncode, done.stderr) == (1, f"volbench: cannot write to {db} (attempt to "
-                                                 "write a readonly database); make it writable "
-                                                 "or point --db at another file\n")
+    assert (done.returncode, done.stderr) == (1, f"volbench: cannot write to {db}: permission "
+                                                 "denied; give --db a file you may write, or "
+                                                 "fix its permissions\n")
     done = as_nobody("report", "--db", str(db), "--list")
     assert (done.returncode, done.stderr) == (0, "")
     assert "import:t" in done.stdout
@@ -352,7 +352,8 @@ def test_import_of_a_file_that_never_ends_is_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, "import", "--tool", "dd", "--target", "t", "--db",
                    str(tmp_path / "i.db"), "/dev/zero") == (
-        1, ["volbench: /dev/zero is larger than 256 MiB; is this dd output?"])
+        1, ["volbench: the file to import /dev/zero is a character device, not a regular "
+            "file; give the path of a file to import"])
 
 
 def test_a_histogram_count_with_400_digits_is_refused(

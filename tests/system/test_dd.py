@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bounds import within
 from support import DATA, tool
 from volbench.core.errors import ExperimentError, ParseError, VolbenchError
 from volbench.core.model import RunResult, Status
@@ -201,7 +202,8 @@ def test_real_runs_on_files_and_raw_devices(workdir: Path, tmp_path: Path) -> No
             assert run.status is Status.FAILED and "fresh needs a filesystem" in run.error
             continue
         assert run.status is Status.OK, (case, run.error)
-        assert value(run, "bytes") == mib64 and value(run, "bw") > 1e6
+        assert value(run, "bytes") == mib64
+        within("dd: unthrottled B/s (floor)", value(run, "bw"), low=1e6)
         io = run.annotations["device_io"]
         # Direct I/O: the device moved every byte (no page cache in between).
         assert io["write_bytes" if run.params["op"] == "write" else "read_bytes"] >= mib64
@@ -214,12 +216,20 @@ def test_real_runs_on_files_and_raw_devices(workdir: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.root
-def test_throttled_target_is_slower(workdir: Path, tmp_path: Path) -> None:
+def test_throttled_target_is_slower(ramdir: Path, tmp_path: Path) -> None:
+    """dd's 64 MiB in 1 MiB direct blocks, reads and writes, on two loop disks with their
+    images in RAM (the ramdir fixture): the shared host disk's stalls are no part of it.
+
+    Physical: the throttled copy takes 2 s at 32 MiB/s; the throttle's first slice lets
+    at most +5 % more through, and a dd at depth 1 loses what the machine takes away from
+    it (CPU, steal): 0.5 s of 2 s would still be inside -25 %. The RAM-backed twin copies
+    at hundreds of MiB/s or more: > 3 × the cap.
+    """
     tool("dd")
     cap = 32 * 1024**2
     doc = {
         "name": "dd-throttle",
-        "workdir": str(workdir),
+        "workdir": str(ramdir),
         "repeat": 1,
         "targets": [
             {"name": "fast", "type": "loopdisk", "size": "320M"},
@@ -238,5 +248,7 @@ def test_throttled_target_is_slower(workdir: Path, tmp_path: Path) -> None:
     assert all(r.status is Status.OK for r in runs.values())
     for op in ("write", "read"):
         slow, fast = value(runs["slow", op], "bw"), value(runs["fast", op], "bw")
-        assert slow == pytest.approx(cap, rel=0.25), op
-        assert fast > 3 * slow, op
+        within(f"dd {op}: capped B/s / cap", slow / cap, 0.75, 1.25,
+               reference="physical: the throttle")
+        within(f"dd {op}: fast / capped B/s", fast / slow, low=3,
+               reference="physical: a RAM-backed loop disk")

@@ -71,7 +71,8 @@ def test_postgresql_missing_names_the_pgbench_group(tmp_path: Path,
     pg = found["PostgreSQL"]
     assert not pg.ok and pg.users == "workload pg" and "PATH (no postgres)" in pg.detail
     assert needs.install_command(list(found.values())) == \
-        "scripts/setup --with pgbench   (Debian packages: postgresql)"
+        "scripts/setup --with pgbench   (Debian packages: bubblewrap passwd postgresql " \
+        "util-linux)"
 
 
 def test_plain_doctor_names_the_postgresql_installation(capsys: pytest.CaptureFixture[str]

@@ -1,5 +1,13 @@
 """Faults on the host, through the real CLI: a throttled loop disk slowed for a while
-(ground truth: its class's cap), and a fault that never outlives its run, whatever kills it."""
+(ground truth: its class's cap), and a fault that never outlives its run, whatever kills it.
+
+The rate tests put the loop disk's image in RAM (the ramdir fixture: the shared host disk's
+stalls are no part of a cap) and read at depth 32: 64 ms of queued work at the cap, 320 ms
+slowed, so a hiccup of the machine shorter than that costs no I/O. Physical bounds: a
+phase's rate is its cap ±10 % (±15 % slowed: 4 s at 100 IOPS, its edges cut by the
+fault's commands), a pulled disk reads nothing for at least 3 whole seconds of its 4. The
+spread, quiet and beside a CPU hog, is in docs/testing.md.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bounds import within
 from support import leftovers, tool
 from volbench.core.errors import ResourceError
 from volbench.faults import loopdisk
@@ -31,7 +40,7 @@ def experiment(workdir: Path, runtime: str, fault: dict[str, Any], **more: Any) 
     fs (fs=…) and fio's options (options=…)."""
     target = {"name": "std", "type": "loopdisk", "size": "512M",
               "limits": {"read_iops": CAP, "write_iops": CAP}}
-    workload = {"name": "r", "tool": "fio", "rw": "randread", "bs": "4k", "iodepth": 16,
+    workload = {"name": "r", "tool": "fio", "rw": "randread", "bs": "4k", "iodepth": 32,
                 "size": "32M", "runtime": runtime, "faults": [fault]}
     if "fs" in more:
         target["fs"] = more["fs"]
@@ -55,20 +64,21 @@ def metrics(db: Path) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.slow
-def test_a_slowed_loop_disk_shows_its_cap_per_phase(workdir: Path, tmp_path: Path) -> None:
+def test_a_slowed_loop_disk_shows_its_cap_per_phase(ramdir: Path, tmp_path: Path) -> None:
     tool("fio")
     db = tmp_path / "f.db"
-    file = experiment(workdir, "13s", {"at": "4s", "action": "slow", "target": "std",
+    file = experiment(ramdir, "13s", {"at": "4s", "action": "slow", "target": "std",
                                        "for": "4s", "percent": 20})
     done = subprocess.run(volbench("run", str(file), "--db", str(db), "--quiet"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     got = metrics(db)
-    assert got[("iops", "before")] == pytest.approx(CAP, rel=0.1)
-    assert got[("iops", "slow")] == pytest.approx(CAP * 0.2, rel=0.15)
-    assert got[("iops", "after")] == pytest.approx(CAP, rel=0.1)
+    within("slowed: IOPS before / cap", got[("iops", "before")] / CAP, 0.9, 1.1)
+    within("slowed: IOPS slow / (cap / 5)", got[("iops", "slow")] / (CAP * 0.2), 0.85, 1.15)
+    within("slowed: IOPS after / cap", got[("iops", "after")] / CAP, 0.9, 1.1)
     assert got[("stall_seconds", "")] == 0.0
-    assert 0.0 <= got[("recovery_seconds", "")] < 2.0
+    assert got[("recovery_seconds", "")] >= 0.0
+    within("slowed: recovery s", got[("recovery_seconds", "")], high=2.0)
     with sqlite3.connect(db) as con:
         notes = json.loads(con.execute("SELECT annotations FROM runs").fetchone()[0])
     events = notes["faults"]["events"]
@@ -77,58 +87,61 @@ def test_a_slowed_loop_disk_shows_its_cap_per_phase(workdir: Path, tmp_path: Pat
     assert all(c["returncode"] == 0 for e in events for c in e["commands"])
     assert events[0]["commands"][0]["command"].endswith(
         f" {CAP // 5} > " + events[0]["commands"][0]["command"].split(" > ")[1])
-    assert 0.0 < notes["faults"]["tool_offset_s"] < 5.0
-    assert not leftovers(workdir)
+    within("slowed: tool offset s", notes["faults"]["tool_offset_s"], 0.0, 5.0)
+    assert not leftovers(ramdir)
 
 
 @pytest.mark.slow
-def test_a_fault_that_lasts_to_the_end_is_a_phase_not_a_burst(workdir: Path,
+def test_a_fault_that_lasts_to_the_end_is_a_phase_not_a_burst(ramdir: Path,
                                                               tmp_path: Path) -> None:
     # 5 s at the cap, then 20 % of it to the end: the burst detector alone reads "a 5 s
     # burst, then a sustained 100 IOPS" and the report would judge the run on the fault.
     tool("fio")
     db = tmp_path / "f.db"
-    file = experiment(workdir, "13s", {"at": "5s", "action": "slow", "target": "std",
-                                       "percent": 20})
+    file = experiment(ramdir, "13s", {"at": "5s", "action": "slow", "target": "std",
+                                      "percent": 20})
     done = subprocess.run(volbench("run", str(file), "--db", str(db), "--quiet"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     got = metrics(db)
-    assert got[("iops", "slow")] == pytest.approx(CAP * 0.2, rel=0.15)
+    within("slowed to the end: IOPS slow / (cap / 5)", got[("iops", "slow")] / (CAP * 0.2),
+           0.85, 1.15)
     assert not {name for name, _ in got} & {"burst_seconds", "warmup_seconds"}
-    assert not leftovers(workdir)
+    assert not leftovers(ramdir)
 
 
 @pytest.mark.slow
-def test_a_pulled_loop_disk_reads_nothing_then_comes_back(workdir: Path,
+def test_a_pulled_loop_disk_reads_nothing_then_comes_back(ramdir: Path,
                                                           tmp_path: Path) -> None:
     """`pull` of a loopdisk target leaves its disk 0 bytes for 4 s (what the kernel does
     to a disk removed while open): reads return nothing and none counts as the disk's;
     `return` gives the same node its whole image again, at its cap."""
     tool("fio")
     db = tmp_path / "p.db"
-    file = experiment(workdir, "13s", {"at": "4s", "action": "pull", "target": "std",
-                                       "for": "4s"}, fs="none",
+    file = experiment(ramdir, "13s", {"at": "4s", "action": "pull", "target": "std",
+                                      "for": "4s"}, fs="none",
                       options={"continue_on_error": "all", "ignore_error": "EIO"})
     done = subprocess.run(volbench("run", str(file), "--db", str(db), "--quiet"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     got = metrics(db)
     print({k: v for k, v in got.items() if k[1] or k[0] in ("io_errors", "empty_ios")})
-    assert got[("iops", "before")] == pytest.approx(CAP, rel=0.1)
+    within("pulled: IOPS before / cap", got[("iops", "before")] / CAP, 0.9, 1.1)
     assert got[("iops", "pull")] == 0.0 and got[("bw", "pull")] == 0.0
-    assert got[("iops", "after")] == pytest.approx(CAP, rel=0.1)
-    assert got[("stall_seconds", "")] >= 3.0
+    within("pulled: IOPS after / cap", got[("iops", "after")] / CAP, 0.9, 1.1)
+    within("pulled: stall s", got[("stall_seconds", "")], low=2.999)  # at least 3.0
     with sqlite3.connect(db) as con:
         notes = json.loads(con.execute("SELECT annotations FROM runs").fetchone()[0])
     events = notes["faults"]["events"]
     assert [(e["action"], e["phase"], e["error"]) for e in events] == [
         ("pull", "pull", None), ("return", "after", None)]
-    (pulled,) = events[0]["commands"]
-    assert pulled["command"].startswith("LOOP_SET_STATUS64 /dev/loop")
-    assert pulled["command"].endswith(f"lo_offset={512 * 2**20}")
+    steps = [c["command"] for c in events[0]["commands"]]
+    assert steps[0].startswith("BLKROSET /dev/loop") and steps[0].endswith(" 1")
+    assert steps[2].startswith("LOOP_SET_STATUS64 /dev/loop")
+    assert steps[2].endswith(f"lo_offset={512 * 2**20}")
+    assert "kept its size" in events[0]["commands"][3]["output"]
     assert events[1]["commands"][0]["command"].endswith("lo_offset=0")
-    assert not leftovers(workdir)
+    assert not leftovers(ramdir)
 
 
 def journal_kinds(state: Path) -> list[str]:

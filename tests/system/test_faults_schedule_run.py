@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import faultknob
+from bounds import within
 from faultknob import _undo_commands, bound
 from volbench.config.faults import FaultSpec
 from volbench.engine import faultrun
@@ -33,8 +34,9 @@ def test_the_schedule_starts_when_the_measured_process_has_a_child(knob: Path) -
             proc.run([sys.executable, "-c", "import subprocess, time; time.sleep(0.5); "
                       "subprocess.run(['sleep', '0.6'])"], timeout=10, tracker=run.tap(None))
     (start, end) = run.events
-    assert 0.5 <= run.waited_s < 10
-    assert start["asked_s"] == 0.2 and start["started_s"] >= 0.2
+    within("schedule: waited s", run.waited_s, 0.499, 10)  # at least 0.5
+    assert start["asked_s"] == 0.2
+    within("schedule: fault started s", start["started_s"], low=0.199)  # at least 0.2
     assert end["phase"] == "teardown"
 
 

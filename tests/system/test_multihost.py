@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import hostlab
+from bounds import within
 from support import DATA, need, tool
 from volbench.core.model import Metric, Parsed, RunResult, Status
 from volbench.engine import kinds
@@ -276,12 +277,18 @@ def test_hosts_on_separate_and_shared_targets(
     for name, hosts in (("separate", "ab"), ("shared", "abc")):
         r = by[name]
         per_host = [value(r.metrics, "iops", host=h, op="read") for h in hosts]
-        assert all(v > 100 for v in per_host)
-        assert value(r.metrics, "iops", host="all", op="read") == pytest.approx(
-            sum(per_host), rel=0.01
-        )
-        # The disks saw the reads the hosts reported (direct I/O, 4 KiB each).
+        for host, v in zip(hosts, per_host, strict=True):
+            within(f"multihost {name}: host {host} IOPS (floor)", v, low=100)
+        # fio's "All clients" rate is every host's I/Os over the longest host's runtime:
+        # the sum of the hosts' rates only when they ran equally long (a busy machine
+        # starts them up to tenths of a second apart: 18013 against 18395, measured).
         ios = sum(value(r.metrics, "total_ios", host=h, op="read") for h in hosts)
+        runtime = value(r.metrics, "runtime", host="all", op="read")
+        assert runtime >= max(value(r.metrics, "runtime", host=h, op="read") for h in hosts)
+        total = value(r.metrics, "iops", host="all", op="read")
+        assert total == pytest.approx(ios / runtime, rel=1e-3)
+        assert total <= sum(per_host) * (1 + 1e-3)
+        # The disks saw the reads the hosts reported (direct I/O, 4 KiB each).
         assert r.annotations["device_io"]["read_ios"] == pytest.approx(ios, rel=0.1)
         servers = r.annotations["service"]["fio_servers"]
         assert sorted(servers) == list(hosts)
@@ -355,7 +362,8 @@ def test_a_server_killed_mid_run_fails_that_run_and_keeps_the_others(
     with pytest.raises(LostHosts) as err:
         parse(dict(first.outputs))
     assert list(err.value.lost) == ["a"] and "disconnected" in err.value.lost["a"]
-    assert value(err.value.partial.metrics, "iops", host="b", op="read") > 100
+    within("multihost killed: survivor IOPS (floor)",
+           value(err.value.partial.metrics, "iops", host="b", op="read"), low=100)
     # Whatever the runner keeps of a failed run, it is never counted for a lost host.
     assert all(m.tags.get("host") == "b" for m in first.metrics)
     # The failed run keeps host b's numbers and names host a.
@@ -427,7 +435,13 @@ def test_a_host_over_ssh_in_a_run(
     far = targets["mixed"].info["hosts"]["far"]
     assert far["reached"] == f"far (ssh root@{sshlab.host.address}:22, {sshlab.host.address})"
     assert far["environment"]["tools"]["fio"].startswith("fio-3")
-    assert mixed.annotations["service"]["fio_servers"]["far"]["clock"]["uncertainty_s"] < 0.2
+    # Physical: one kernel clock, read between two local readings. Whether the master
+    # connection keeps the round trip short is paired against a new connection in
+    # tests/system/test_hosts.py (here the clock was read once, inside the run).
+    for host in ("near", "far"):
+        clock = mixed.annotations["service"]["fio_servers"][host]["clock"]
+        assert clock["uncertainty_s"] > 0
+        assert abs(clock["offset_s"]) <= clock["uncertainty_s"] + 0.005
     denied = targets["denied"]
     assert denied.status == "failed"
     assert denied.error.startswith("host locked: SSH refused the key")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bounds import within
 from support import tool
 from volbench.core.errors import Interrupted
 from volbench.core.model import Metric, RunResult, Status
@@ -116,7 +117,7 @@ def test_runs_and_timed_init_on_a_private_cluster(workdir: Path, tmp_path: Path)
 
 
 def _check_run(run: RunResult) -> None:
-    assert value(run, "tps") > 10
+    within("pgbench: tps (floor)", value(run, "tps"), low=10)
     # Every transaction is in the log, and in the histogram that merges repetitions.
     logged = value(run, "logged_transactions")
     assert logged == value(run, "transactions") == sum(n for _, n in run.parsed.histograms[0].bins)
@@ -167,13 +168,21 @@ def test_an_exception_inside_the_service_stops_and_deletes_the_cluster(workdir: 
     assert not live_processes(str(workdir))
 
 
-def interrupt_when(ready: Callable[[], bool], sig: int) -> threading.Thread:
-    """Send `sig` to this process once `ready()` holds (from a helper thread)."""
+# The capped disk's write IOPS (test_a_throttled_disk_gives_far_fewer_transactions).
+WRITE_CAP = 50
+
+
+def interrupt_when(ready: Callable[[], bool], sig: int, seen: list[float] | None = None
+                   ) -> threading.Thread:
+    """Send `sig` to this process once `ready()` holds (from a helper thread); the
+    monotonic time it first held goes into `seen`."""
 
     def watch() -> None:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not ready():
             time.sleep(0.1)
+        if seen is not None:
+            seen.append(time.monotonic())
         time.sleep(0.5)
         os.kill(os.getpid(), sig)
 
@@ -183,13 +192,19 @@ def interrupt_when(ready: Callable[[], bool], sig: int) -> threading.Thread:
 
 
 def test_ctrl_c_mid_run_stops_the_cluster(workdir: Path, tmp_path: Path) -> None:
+    """Physical: pgbench runs 30 s once started, so a run that was not interrupted ends
+    at least 30 s after pgbench was first seen (polled every 0.1 s); the bound is 29 s
+    after it, whatever the stopping and the teardown cost on a busy machine."""
     doc = experiment(workdir, scale=1, duration="30s")
-    watcher = interrupt_when(lambda: pgbench_running(workdir), signal.SIGINT)
-    started = time.monotonic()
+    seen: list[float] = []
+    watcher = interrupt_when(lambda: pgbench_running(workdir), signal.SIGINT, seen)
     with pytest.raises((Interrupted, KeyboardInterrupt)):
         run_experiment(parse_document(doc), db=tmp_path / "i.db")
+    ended = time.monotonic()
     watcher.join(5)
-    assert time.monotonic() - started < 25, "the run was not interrupted"
+    assert seen, "pgbench was never seen running"
+    within("pgbench ctrl-c: s from pgbench seen to the run's end", ended - seen[0], high=29,
+           reference="physical: pgbench's 30 s")
     with sqlite3.connect(tmp_path / "i.db") as con:
         assert [r[0] for r in con.execute("SELECT status FROM runs")] == ["interrupted"]
     assert_all_gone(workdir, tmp_path / "state")
@@ -235,13 +250,19 @@ def test_sigkill_then_cleanup_removes_the_cluster(workdir: Path, tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_a_throttled_disk_gives_far_fewer_transactions(workdir: Path, tmp_path: Path) -> None:
+def test_a_throttled_disk_gives_far_fewer_transactions(ramdir: Path, tmp_path: Path) -> None:
+    """Loop disks in RAM (the ramdir fixture), one capped at WRITE_CAP write IOPS; pgbench
+    TPC-B, 4 clients, 3 s. A commit waits for its WAL flush, at least one throttled write
+    for up to 4 commits (group commit): the capped server is held to at most 4 × the cap,
+    about the cap in practice, while the uncapped one is held by the CPU alone (its fsync
+    is a copy in RAM). Measured (docs/testing.md): the uncapped tps, quiet and beside a
+    CPU hog, against the capped one's."""
     tool("losetup")
     doc: dict[str, Any] = {
-        "name": "classes", "workdir": str(workdir), "repeat": 1,
+        "name": "classes", "workdir": str(ramdir), "repeat": 1,
         "targets": [{"name": "fast", "type": "loopdisk", "size": "1G"},
                     {"name": "slow", "type": "loopdisk", "size": "1G",
-                     "limits": {"write_iops": 100}}],
+                     "limits": {"write_iops": WRITE_CAP}}],
         "workloads": [{"name": "pg", "tool": "pgbench", "mode": ["run", "init"], "scale": 1,
                        "clients": 4, "duration": "3s"}],
     }
@@ -251,10 +272,13 @@ def test_a_throttled_disk_gives_far_fewer_transactions(workdir: Path, tmp_path: 
     with Store(db) as store:
         everything = store.runs([outcome.experiment_id])
     runs = {r.target: r for r in everything if r.params["mode"] == "run"}
-    for init in (r for r in everything if r.params["mode"] == "init"):
+    inits = {r.target: r for r in everything if r.params["mode"] == "init"}
+    for init in inits.values():
         assert value(init, "init_rows") == 100000 and value(init, "init_time") > 0
     fast, slow = runs["fast"], runs["slow"]
-    assert value(fast, "tps") > 3 * value(slow, "tps"), (value(fast, "tps"), value(slow, "tps"))
+    within("pgbench: fast / throttled tps", value(fast, "tps") / value(slow, "tps"), low=3,
+           reference=f"{value(fast, 'tps'):.0f} against {value(slow, 'tps'):.0f} tps, init "
+           f"{value(inits['fast'], 'init_time'):.1f} / {value(inits['slow'], 'init_time'):.1f} s")
     # The server did its writes inside the throttled cgroup (the client is not in it).
     assert slow.annotations["service"]["cgroup"] and fast.annotations["service"]["cgroup"] is None
     assert slow.annotations["cgroup_ios"]["Write"] > 50

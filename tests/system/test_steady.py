@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bounds import within
 from support import load, make_db, make_run, tool
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import ExperimentError
@@ -130,14 +131,18 @@ def test_cases_still_unsteady() -> None:
 
 
 @pytest.mark.root
-def test_repeat_until_steady_stops_when_the_rule_holds(workdir: Path, tmp_path: Path) -> None:
+def test_repeat_until_steady_stops_when_the_rule_holds(ramdir: Path, tmp_path: Path) -> None:
+    """Physical: a loop disk in RAM (the ramdir fixture) capped at 400 IOPS, read at depth
+    16 (40 ms of queued work: a hiccup of the machine shorter than that costs no I/O), gives
+    the same rate every round (spread measured in docs/testing.md), so the first window of
+    3 rounds holds the SNIA rule (range 20 %, slope 10 %)."""
     tool("fio")
     doc = {
-        "name": "until-steady", "workdir": str(workdir),
+        "name": "until-steady", "workdir": str(ramdir),
         "targets": [{"name": "capped", "type": "loopdisk", "size": "320M",
                      "limits": {"read_iops": 400}}],
         "workloads": [{"name": "r", "tool": "fio", "rw": "randread", "size": "16M",
-                       "runtime": "2s"}],
+                       "iodepth": 16, "runtime": "2s"}],
         "repeat": {"min": 2, "max": 6, "until": "steady"},
         "steady": {"window": 3},
     }
@@ -145,20 +150,27 @@ def test_repeat_until_steady_stops_when_the_rule_holds(workdir: Path, tmp_path: 
     with Store(tmp_path / "s.db") as store:
         runs = store.runs([outcome.experiment_id])
     # a 400 IOPS cap is steady at once: the first window of 3 rounds holds
-    assert len(runs) == 3 and all(r.status is Status.OK for r in runs)
+    assert all(r.status is Status.OK for r in runs)
+    within("until steady: rounds", len(runs), 2.5, 3.5)
 
 
-def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) -> None:
-    # Real fio on a small file, held at 400 IOPS: flat, so fio's slope criterion holds after
-    # the 1 s ramp and a 3 s window, long before the 20 s runtime.
+@pytest.mark.root
+def test_a_held_rate_reaches_steady_state_and_fio_stops_early(ramdir: Path, tmp_path: Path
+                                                              ) -> None:
+    """Real fio held at 400 IOPS by a throttle (a loop disk in RAM capped at 400, read at
+    depth 16): flat, so fio's slope criterion holds after the 1 s ramp and a 3 s window,
+    long before the 20 s runtime.
+
+    Physical: the cap, not fio's own pacing, holds the rate: fio's `rate_iops` at depth 1
+    lets a busy machine make the seconds uneven (a window's range of 132 % against the 20 %
+    bound, measured under load), the throttle does not. fio cannot stop before 4 s
+    (ramp + window); the other bounds' spread is in docs/testing.md."""
     tool("fio")
-    data = tmp_path / "data"
-    data.mkdir()
-    doc = {"name": "ss-run", "workdir": str(tmp_path / "work"), "drop_caches": False,
-           "targets": [{"name": "dir", "type": "directory", "path": str(data)}],
-           "workloads": [{"name": "held", "tool": "fio", "rw": "randread", "size": "4M",
-                          "runtime": "20s", "direct": False, "ioengine": "psync",
-                          "options": {"rate_iops": 400}}],
+    doc = {"name": "ss-run", "workdir": str(ramdir),
+           "targets": [{"name": "held", "type": "loopdisk", "size": "64M", "fs": "none",
+                        "limits": {"read_iops": 400}}],
+           "workloads": [{"name": "held", "tool": "fio", "rw": "randread", "size": "32M",
+                          "iodepth": 16, "runtime": "20s"}],
            "repeat": 1,
            "steady": {"metric": "iops", "window": 3, "within": "run", "ramp": "1s"}}
     exp = parse_document(doc)
@@ -168,9 +180,10 @@ def test_a_held_rate_reaches_steady_state_and_fio_stops_early(tmp_path: Path) ->
     assert run.status is Status.OK, run.error
     assert "--steadystate=iops_slope:5%" in run.argv and "--ss_dur=3s" in run.argv
     got = {m.name: m.value for m in run.parsed.metrics if m.name.startswith("ss_")}
-    assert got["ss_attained"] == 1.0 and got["ss_range"] < 20
-    assert 4.0 <= got["ss_seconds"] < 10.0
-    assert run.ended - run.started < 15
+    assert got["ss_attained"] == 1.0
+    within("held rate: ss_range (IOPS)", got["ss_range"], high=20)
+    within("held rate: ss_seconds", got["ss_seconds"], 3.999, 10.0)  # at least 4.0
+    within("held rate: run s", run.ended - run.started, high=15)
     # The run's per-second logs, latency ones included, are parsed and kept.
     assert {"iops", "bw", "lat"} <= {s.name for s in run.parsed.series}
     assert all(v > 0 for s in run.parsed.series if s.name == "lat" for _, v in s.points)

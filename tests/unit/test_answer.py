@@ -200,3 +200,71 @@ def test_one_target_shows_its_figures_without_a_baseline(tmp_path: Path) -> None
 def test_a_quiet_guest_is_not_called_a_quiet_machine() -> None:
     quiet = [make_run("a", {"iops": 1.0}, 1, started=0.0, annotations=_busy(0.1, 0.2))]
     assert "guest was quiet" in (noise.likely_cause(quiet, [0], in_vm=True) or "")
+
+
+def _commit_run(target: str, rep: int, sync_ms: float, params: dict[str, object]
+                ) -> report.RunResult:
+    """A fio run with an fdatasync after every write: the sync and the write figures."""
+    from volbench.core.model import Metric, Parsed, RunResult, Status
+    jitter = 1 + 0.01 * rep
+    rate = 1000.0 / (sync_ms * jitter + 0.3)
+    metrics = (Metric("iops", rate, "op/s", {"op": "write"}),
+               Metric("lat_mean", 0.3e-3, "s", {"op": "write"}),
+               Metric("clat_p99", 0.5e-3, "s", {"op": "write"}),
+               Metric("iops", rate, "op/s", {"op": "sync"}),
+               Metric("total_ios", rate * 10, "", {"op": "sync"}),
+               Metric("lat_mean", sync_ms * jitter * 1e-3, "s", {"op": "sync"}),
+               Metric("commit_lat_mean", (sync_ms * jitter + 0.3) * 1e-3, "s", {"op": "sync"}),
+               Metric("commit_lat_p99", 4 * sync_ms * jitter * 1e-3, "s", {"op": "sync"}),
+               Metric("lat_p99", 4 * sync_ms * jitter * 1e-3, "s", {"op": "sync"}))
+    return RunResult(target, "commit", params, rep, Status.OK, rep * 10.0, rep * 10.0 + 5,
+                     parsed=Parsed(metrics))
+
+
+def test_a_commit_bound_case_answers_with_sync_latency_and_rate(tmp_path: Path) -> None:
+    """The mean and p99 commit latency (writes + sync), then syncs/s with the write IOPS
+    beside it (not judged); the mode named in the title when every case has it."""
+    params: dict[str, object] = {"rw": "randwrite", "bs": "4k", "sync": "fdatasync:1"}
+    runs = [_commit_run(t, rep, ms, params) for t, ms in (("one", 0.5), ("lvm25", 2.0))
+            for rep in (1, 2, 3)]
+    lines = answer.answer_lines(load(make_db(tmp_path / "c.db", runs)))
+    titles = [line for line in lines if line.startswith("commit")]
+    assert titles == ["commit — mean commit latency (writes + sync), fdatasync after every "
+                      "write", "commit — p99 commit latency, at least (per run), fdatasync after "
+                      "every write", "commit — syncs/s, fdatasync after every write"]
+    rate = lines[lines.index(titles[2]) + 1:]
+    assert rate[0].startswith("  one") and "baseline" in rate[0] and "(writes " in rate[0]
+    assert rate[1].startswith("  lvm25") and "slower" in rate[1] and "(writes " in rate[1]
+    p99 = lines[lines.index(titles[1]) + 2]
+    assert p99.startswith("  lvm25") and "4× slower" in p99 and "(sync p99 8" in p99
+    mean = lines[lines.index(titles[0]) + 2]  # the sync call beside the commit's mean
+    assert mean.startswith("  lvm25") and mean.endswith("(sync 2.04 ms)"), mean
+    assert not any("write IOPS" in line for line in lines)
+    from volbench.report.options import ReportOptions
+    details = report.render(load(tmp_path / "c.db"), "table", ReportOptions(details=True))
+    assert "jobs; for a commit: sync latency and syncs/s)" in details
+
+
+def test_a_mode_beside_none_is_a_varying_parameter(tmp_path: Path) -> None:
+    runs = [_commit_run("one", rep, 0.5, {"rw": "randwrite", "sync": "fdatasync:1"})
+            for rep in (1, 2, 3)]
+    from volbench.core.model import Metric, Parsed, RunResult, Status
+    runs += [RunResult("one", "commit", {"rw": "randwrite"}, rep, Status.OK, 100.0 + rep,
+                       105.0 + rep, parsed=Parsed((Metric("iops", 5000.0, "op/s",
+                                                          {"op": "write"}),)))
+             for rep in (1, 2, 3)]
+    built = load(make_db(tmp_path / "m.db", runs))
+    assert built.varying_params("commit") == ["sync"]
+    titles = [line for line in answer.answer_lines(built) if line.startswith("commit")]
+    assert "commit — write IOPS" in titles
+    assert "commit sync=fdatasync:1 — p99 commit latency, at least (per run)" in titles
+
+
+def test_a_commit_case_counts_once_in_the_cases_a_workload_shows(tmp_path: Path) -> None:
+    """Its three figures are one case: four syncing cases show three, "1 more"."""
+    runs = [_commit_run("one", rep, ms, {"rw": "randwrite", "bs": bs, "sync": "fdatasync:1"})
+            for bs, ms in (("4k", 0.5), ("8k", 0.6), ("16k", 0.7), ("32k", 0.8))
+            for rep in (1, 2, 3)]
+    lines = answer.answer_lines(load(make_db(tmp_path / "k.db", runs)))
+    assert sum(1 for line in lines if line.startswith("commit bs=")) == 9
+    assert "(1 more commit case: volbench report --details)" in lines

@@ -117,7 +117,9 @@ def test_runs_needed_promise_is_kept_in_80_percent_of_cases() -> None:
     # Identical targets at CV 2 %, 5 runs per side, inconclusive: run to the promised n.
     new = promise_rates(seed=21, trials=60, cv=0.02, ratio=1.0, start=5, old=False)
     old = promise_rates(seed=21, trials=60, cv=0.02, ratio=1.0, start=5, old=True)
-    assert new.cases >= 40 and new.rate >= 0.8
+    # At the spread's 99.9 % bound (issue 32) 38 of these 60 get a number within the
+    # bench's cap of 300, all kept.
+    assert new.cases >= 30 and new.rate >= 0.8
     assert old.rate < 0.8  # the observed effect and spread plugged in: ~65 %
 
 

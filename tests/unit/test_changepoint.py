@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
 
 import pytest
 
+from bounds import CpuTimed
+from volbench.stats.arnoise import critical, shift_z
 from volbench.stats.changepoint import (
     BURST,
     FLAT,
@@ -18,7 +19,6 @@ from volbench.stats.changepoint import (
     noise_sigma,
     pelt,
     regimes,
-    shift_significant,
 )
 from volbench.stats.validation import StatisticsInputError
 
@@ -139,12 +139,15 @@ def test_false_detection_rate_on_flat_series(cv: float, heavy: bool) -> None:
 
 @pytest.mark.slow
 def test_a_three_hour_run_is_segmented_fast_and_to_the_second() -> None:
+    """Segmenting takes 0.10-0.11 CPU seconds quiet and niced beside a 2-core hog alike
+    (wall 0.13-0.46 s and 2.8-4.5 s): the bound is on the CPU seconds (tests/bounds.py
+    CpuTimed), 10 s, far below plain PELT's 3 minutes."""
     # 10 800 s (pgbench -T 10800): segmented on 18-s block means (MAX_POINTS), boundary
     # placed on the raw seconds; plain PELT took 3 minutes on this length.
     values = [2500.0] * 1507 + [1300.0] + noisy([(500, 9292)], 0.01)
-    started = time.monotonic()
-    found = regimes(values)
-    assert time.monotonic() - started < 10
+    with CpuTimed() as timed:
+        found = regimes(values)
+    timed.within("3-hour run segmented: CPU s", 10)
     assert found.kind == BURST and found.boundary == 1507
     assert found.burst_seconds == pytest.approx(1507.4, abs=0.05)
     assert regimes(noisy([(500, 10800)], 0.05)).kind == FLAT
@@ -186,8 +189,8 @@ def test_a_wandering_flat_series_is_judged_by_its_own_noise() -> None:
         values.append(500 * (1 + e))
     sigma, phi = long_run_sigma([v - statistics.fmean(values) for v in values])
     assert phi > 0.6 and sigma > 2 * statistics.stdev(values)
-    assert not shift_significant(values[:20], values[20:])
-    assert shift_significant([v * 2 for v in values[:20]], values[20:])
+    assert shift_z(values[:20], values[21:]) < critical(60)
+    assert shift_z([v * 2 for v in values[:20]], values[21:]) > critical(60)
 
 
 def test_a_steep_warm_up_keeps_its_first_slow_seconds() -> None:

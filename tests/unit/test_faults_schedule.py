@@ -69,13 +69,19 @@ def test_a_fault_ended_at_teardown_is_sampled_after_its_undo(tmp_path: Path,
     assert run.samples[-1]["knob"] == "normal"
 
 
-def test_a_fault_not_yet_due_never_fires(knob: Path) -> None:
+def test_a_fault_not_yet_due_never_fires_and_says_so(knob: Path) -> None:
+    """Issue 34: it used to leave no event at all; its run now fails naming it
+    (engine/execution.py), and its end (`for:`) is no step of its own."""
     with journal.opened("test") as jr:
         run = faultrun.FaultRun(bound(FaultSpec(30.0, "slow", target="t", duration=5)),
                                 jr.scope())
         with run:
             time.sleep(0.1)
-    assert run.events == [] and knob.read_text() == "normal"
+    assert knob.read_text() == "normal"
+    (event,) = run.events
+    assert event["phase"] == "not fired" and event["action"] == "slow"
+    assert event["error"].startswith("not fired: the run ended 0.1 s into its schedule")
+    assert run.unfired == [event]
 
 
 def test_the_journal_entry_is_written_before_the_action_runs(knob: Path, tmp_path: Path

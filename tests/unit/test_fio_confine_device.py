@@ -29,4 +29,4 @@ def test_a_missing_or_plain_file_device_is_named_and_a_block_device_passes(
 def test_fio_refuses_the_run_with_the_problem(tmp_path: Path) -> None:
     spec = fio.FioSpec("reads", "fio")
     with pytest.raises(ExperimentError, match="is gone"):
-        fio._confine(spec, {"size": "1M"}, Built("d1", "disk", None, str(tmp_path / "x")))
+        fiochecks.confine(spec, {"size": "1M"}, Built("d1", "disk", None, str(tmp_path / "x")))

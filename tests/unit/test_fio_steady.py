@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from support import DATA, load, make_db, make_run
+from volbench.cli.main import main
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import ExperimentError
 from volbench.core.model import RunResult
@@ -35,7 +36,10 @@ def test_fio_gets_the_slope_criterion_translated_per_second() -> None:
 
 def test_a_run_that_reached_steady_state_records_when() -> None:
     got = _metrics("steadystate-attained")  # held at 500 IOPS, stopped at 7.9 s of 30
+    # A throttled disk's constant seconds: no noise range, and a drift from the 2 % that
+    # matters on (stats.steady.DRIFT_MIN) could be told.
     assert got == {"ss_attained": 1.0, "ss_range": 0.0, "ss_slope": 0.0, "ss_drift": 0.0,
+                   "ss_noise_range": 0.0, "ss_smallest_drift": 2.0,
                    "ss_seconds": pytest.approx(7.882)}
 
 
@@ -91,3 +95,22 @@ def test_the_report_says_in_how_many_runs_fio_found_it_steady(tmp_path: Path) ->
         "5 s, range within 20 %; last run's final window: range 30.0 %, slope 1.0 % of the "
         "mean; in 1 more fio's slope criterion held but the range or the level (a drift "
         "beyond the noise) did not)")
+
+
+def test_volbench_report_reads_the_steady_figures(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # Through the CLI, which reads only the metrics a report needs of each run: before
+    # issue 32 it left the ss_* figures out and said nothing of steady state. A range of
+    # 30 % within a noise range of 45 % (a short, noisy window) is no evidence of change.
+    runs = [make_run("d", {"iops": 500.0, "ss_attained": 1.0, "ss_range": 30.0,
+                           "ss_slope": 1.0, "ss_drift": 0.0, "ss_noise_range": 45.0,
+                           "ss_smallest_drift": 40.0, "ss_seconds": 8.0}, rep,
+                     started=rep * 10.0) for rep in (1, 2, 3)]
+    doc = {"name": "ss", "steady": {"metric": "iops", "within": "run"}}
+    db = make_db(tmp_path / "c.db", runs, document=doc)
+    assert main(["report", "--db", str(db), "--details"]) == 0
+    out = capsys.readouterr().out
+    assert ("time: d w: steady within the run in 3 of 3 run(s) (fio iops_slope under 2.5 %/s "
+            "over 5 s, range within 20 %); fio stopped them after 8.0 s (median); over 5 s at "
+            "this noise only a drift of 40 % or more could be told from the noise (the runs' "
+            "median): a longer window tells smaller ones") in out

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from volbench import __version__
-from volbench.store.location import redact
+from volbench.store.redaction import clean, redact
 from volbench.system.journal import state_dir
 
 
@@ -24,6 +24,7 @@ def save(exc: BaseException, argv: Sequence[str] | None = None) -> str:
             "\n\n"
             # ... nor one an exception's message quotes.
             + redact("".join(traceback.format_exception(exc))))
+    text = clean(text)  # any password seen (a --db's, PGPASSWORD's), however it is quoted
     name = f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     where: Path | None = None
     # The state directory first (journals live there); the temporary directory if the
@@ -36,7 +37,7 @@ def save(exc: BaseException, argv: Sequence[str] | None = None) -> str:
             continue
         where = folder / name
         break
-    what = f"{type(exc).__name__}: {_short(redact(str(exc)))}"
+    what = f"{type(exc).__name__}: {_short(clean(redact(str(exc))))}"
     saved = f"the full traceback is in {where}" if where else "the traceback could not be saved"
     return (f"internal error ({what}); {saved}. This is a bug in volbench: please report it "
             "with that file and the command you ran")

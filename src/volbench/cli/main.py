@@ -14,6 +14,7 @@ from volbench import __version__
 from volbench.cli import options
 from volbench.cli.options import add_db, add_file, add_resume, add_runs
 from volbench.core.errors import Interrupted, VolbenchError
+from volbench.store.redaction import clean
 
 if TYPE_CHECKING:
     from volbench import report
@@ -73,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from volbench import targets
     from volbench.core.units import format_duration, format_size
-    from volbench.engine.plan import closure, cut_summary, make_plan
+    from volbench.engine.plan import closure, cut_summary, make_plan, sync_lines
     from volbench.engine.preflight import preflight
     from volbench.system.proc import command_line
     from volbench.targets import precondition
@@ -104,6 +105,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             line = f"(cannot run: {str(exc).splitlines()[0]})"
         tag = f"w{run.repetition}" if run.warmup else f"r{run.repetition}"
         print(f"{i:4d} {tag:>4} {run.target:<16} {line}")
+    for line in sync_lines(plan):
+        print(line)
     if any(w.faults for w in exp.workloads):
         from volbench.engine.faultrun import plan_lines
 
@@ -423,7 +426,7 @@ def cmd_lab_doctor(args: argparse.Namespace) -> int:
     return 0 if all(c.ok for c in found) else 1
 
 
-def add_lab_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_lab_commands(sub: argparse._SubParsersAction[options.Parser]) -> None:
     text = "the lab VM: LVM, md, NFS, iSCSI with throttled disks on this machine"
     lab = sub.add_parser("lab", help=text, description=text)
     cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
@@ -469,8 +472,8 @@ def later(where: str) -> Callable[[argparse.Namespace], int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="volbench", description="Benchmark storage layouts with "
-                                "real tools, repeat with method, report what is real.")
+    p = options.Parser(prog="volbench", description="Benchmark storage layouts with "
+                       "real tools, repeat with method, report what is real.")
     p.add_argument("--version", action="version", version=f"volbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -563,13 +566,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except Interrupted as exc:
-        print(f"volbench: {exc}", file=sys.stderr)
+        print(f"volbench: {clean(str(exc))}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("volbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except VolbenchError as exc:
-        print(f"volbench: {exc}", file=sys.stderr)
+        print(f"volbench: {clean(str(exc))}", file=sys.stderr)  # no password, however said
         return 1
     except BrokenPipeError:
         # The reader went away (`volbench plan FILE | head`): not an error worth a

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from volbench.config import fieldrules
-from volbench.store import location
+from volbench.core.errors import VolbenchError
+from volbench.store import location, redaction
 
 # The report formats and the tools `volbench import` reads, named here so that building the
 # parser imports neither the report nor the importers (tests/unit/test_startup.py checks
@@ -21,6 +23,14 @@ IMPORT_TOOLS = ("bonnie++", "dd", "fio", "hdparm", "pgbench")
 
 DB_HELP = ("results database: a file, or postgresql://user@host/db (default: $VOLBENCH_DB, "
            "else volbench.db)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error messages (which quote the words they could not
+    take: `--dbb postgresql://u:PW@h/db`) show no password."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redaction.redact(message))
 
 
 def repetitions(text: str) -> int:
@@ -80,3 +90,20 @@ def add_file(cmd: argparse.ArgumentParser, *, required: bool = False) -> None:
     else:
         cmd.add_argument("file", nargs="?", type=Path,
                          help="experiment file (default: built-in)")
+
+
+def check_output(output: Path | None, what: str) -> None:
+    """Refuse, before any work, an -o that cannot be written: a directory, a folder that
+    does not exist (it used to end in an internal error, exit 70, after the work)."""
+    if output is None:
+        return
+    if output.is_dir():
+        raise VolbenchError(f"-o {output} is a directory; give a file name for the {what}")
+    folder = output.parent
+    if not folder.is_dir():
+        raise VolbenchError(f"cannot write the {what} to {output}: the folder {folder} does "
+                            f"not exist; create it (mkdir -p {folder}) or give another -o")
+    if not os.access(folder, os.W_OK):
+        raise VolbenchError(f"cannot write the {what} to {output}: {folder} is not writable "
+                            "here; give another -o")
+

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from volbench.cli.options import add_db, db_arg
+from volbench.cli.options import add_db, check_output, db_arg
 from volbench.core.errors import VolbenchError
 from volbench.store import location
 
@@ -255,6 +255,7 @@ def _run_fingerprints(store: Store, exp_id: int) -> Iterator[str]:
 def cmd_export(args: argparse.Namespace) -> int:
     from volbench.store.db import Store
 
+    check_output(args.output, "export")
     with Store(args.db, read_only=True) as store:
         ids = _which(store, args.experiment)
         out: TextIO = sys.stdout if args.output is None else args.output.open("w")
@@ -359,6 +360,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from volbench.store import history as storehistory
     from volbench.store.db import Store
 
+    check_output(args.output, "history")
     filters = storehistory.Filters(args.experiment, args.since, args.host,
                                    dict(args.fingerprint or []), tuple(args.allow or ()),
                                    args.series)

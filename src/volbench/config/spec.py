@@ -78,12 +78,12 @@ class Field(ABC, Generic[T]):
 
 # The values of a size and of a duration as an experiment file writes them (core/units.py),
 # and the same more than zero.
-SIZE: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
+SIZE: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0, "maximum": units.MAX_SIZE},
                                   {"type": "string", "pattern": units.SIZE_PATTERN}]}
 DURATION: dict[str, Any] = {"anyOf": [{"type": "number", "minimum": 0},
                                       {"type": "string", "pattern": units.DURATION_PATTERN}]}
 SIZE_POSITIVE: dict[str, Any] = {"anyOf": [
-    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "number", "exclusiveMinimum": 0, "maximum": units.MAX_SIZE},
     {"type": "string", "pattern": "^" + units.POSITIVE + units.SIZE_PATTERN[1:]}]}
 DURATION_POSITIVE: dict[str, Any] = {"anyOf": [
     {"type": "number", "exclusiveMinimum": 0},
@@ -345,6 +345,45 @@ class Axis(Field[tuple[T, ...]]):
         """The same field with a converter made at parse time (one that needs the
         experiment file's folder, say); the placeholder stays the declared one."""
         return replace(self, convert=convert)
+
+
+@dataclass(frozen=True)
+class SyncAxis(Axis[T]):
+    """The `sync:` axis of a write workload (core/syncmode.py): one mode or a list of them,
+    each a word of `words` or a one-key mapping of `calls` to a whole number of writes
+    (`{fdatasync: 1}`), also written `fdatasync:1`. As a JSON schema an item is
+    `{"enum": words}` or `{"type": "object", "minProperties": 1, "maxProperties": 1,
+    "properties": {call: {"type": "integer", "minimum": 1, "maximum": most}}}`, or a
+    boolean where `booleans` (bonnie++'s older true/false); a tool that takes fewer modes
+    (bonnie++: none or an fsync after every write) lists only those."""
+
+    what: ClassVar[str] = "axis"
+    words: tuple[str, ...] = field(default=(), kw_only=True)
+    calls: tuple[str, ...] = field(default=(), kw_only=True)
+    most: int = field(default=1, kw_only=True)
+    booleans: bool = field(default=False, kw_only=True)
+
+    def rules(self) -> str:
+        every = "N" if self.most > 1 else str(self.most)
+        return " | ".join((*(("true", "false") if self.booleans else ()), *self.words,
+                           *(f"{{{c}: {every}}}" for c in self.calls)))
+
+    def one(self) -> dict[str, Any]:
+        # A count as a number or as text ("fdatasync:1" and {fdatasync: "1"} both parse);
+        # as text bounded exactly for the two bounds in use (bonnie++'s 1, MAX_EVERY).
+        most = {1: "1", 1_000_000: "[1-9][0-9]{0,5}|1000000"}.get(self.most, "[1-9][0-9]*")
+        digits = rf"\s*0*({most})\s*"
+        count = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": self.most},
+                           {"type": "string", "pattern": f"^{digits}$"}]}
+        calls = "|".join(self.calls)
+        forms: list[dict[str, Any]] = [
+            {"enum": list(self.words)},
+            {"type": "string", "pattern": rf"^\s*({calls})\s*(:{digits})?$"},
+            {"type": "object", "minProperties": 1, "maxProperties": 1,
+             "properties": {c: count for c in self.calls}, "additionalProperties": False}]
+        if self.booleans:
+            forms.insert(0, {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]}]})
+        return {"anyOf": forms}
 
 
 def rows(table: Sequence[Field[Any]]) -> list[tuple[str, str, str, str]]:

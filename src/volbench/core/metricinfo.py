@@ -31,6 +31,7 @@ HEADLINE = (
     "bw",
     "lat_mean",
     "clat_p99",
+    "lat_p99",
     "tps",
     "latency_avg",
     "latency_p99",
@@ -68,12 +69,20 @@ KNOWN: dict[str, MetricInfo] = {
     "clat_mean": MetricInfo("mean completion latency", False, detail=True),
     "slat_mean": MetricInfo("mean submission latency", False, detail=True),
     "clat_p99": MetricInfo("p99 completion latency (per run)", False),
+    # fio's sync calls (op=sync) have one latency, the call's: their p99 is a headline of a
+    # commit-bound case (core/headline.py).
+    "lat_p99": MetricInfo("p99 latency (per run)", False),
+    "commit_lat_mean": MetricInfo("mean commit latency (writes + sync)", False),
+    "commit_lat_p99": MetricInfo("p99 commit latency, at least (per run)", False),
     "io_bytes": MetricInfo("bytes moved", None),
     "total_ios": MetricInfo("I/Os", None),
     "runtime": MetricInfo("runtime", None),
     "cpu_usr": MetricInfo("user CPU", None),
     "cpu_sys": MetricInfo("system CPU", None),
     "disk_util": MetricInfo("disk utilisation", None),
+    # The target's disks' cache flushes per fio sync call (workloads/fiosync.py): how a
+    # flush fans out, not a speed.
+    "flushes_per_sync": MetricInfo("device flushes per sync", None, detail=True),
     # load curves (volbench.engine.curves, report/curves.py): the rate a step was held at is a
     # setting, not a result; the curve's own figures are compared across targets.
     "offered": MetricInfo("offered rate", None),
@@ -87,6 +96,8 @@ KNOWN: dict[str, MetricInfo] = {
     "tps": MetricInfo("transactions/s", True, "tps"),
     "latency_avg": MetricInfo("mean latency", False, "latency"),
     "latency_p99": MetricInfo("p99 latency (per run)", False),
+    # pgbench -r: the commit statement's mean latency, what a transaction waits for its WAL
+    "commit_latency": MetricInfo("commit latency (pgbench -r)", False),
     "init_time": MetricInfo("init time", False, "time"),
     "failed": MetricInfo("failed transactions", None),
     # pgbench from several hosts: how far apart the hosts' load began and ended (a check
@@ -163,6 +174,24 @@ def comparable(name: str, unit: str, tags: Mapping[str, str]) -> bool:
 
 def label(name: str, unit: str = "") -> str:
     return info(name, unit).label
+
+
+# Labels of a metric of one operation that reads better said whole (op=sync: fio's
+# fsync/fdatasync calls, workloads/fiosync.py).
+OP_LABELS = {
+    ("sync", "iops"): "syncs/s",
+    ("sync", "total_ios"): "sync calls",
+    ("sync", "lat_mean"): "mean sync latency",
+    ("sync", "lat_p99"): "p99 sync latency (per run)",
+    ("sync", "commit_lat_mean"): "mean commit latency (writes + sync)",
+    ("sync", "commit_lat_p99"): "p99 commit latency, at least (per run)",
+}
+
+
+def op_label(name: str, unit: str, op: str) -> str:
+    """A metric's label with its operation: "read IOPS", "syncs/s"."""
+    own = OP_LABELS.get((op, name))
+    return own if own else " ".join(p for p in (op, label(name, unit)) if p)
 
 
 def selected(name: str, unit: str, wanted: Sequence[str] | None) -> bool:

@@ -29,7 +29,9 @@ def parse_size(text: str | int) -> int:
     """'4k' -> 4096, '2G' -> 2 GiB, 512 -> 512. Raises ValueError with the accepted forms."""
     if isinstance(text, bool):
         raise ValueError(f"expected a size such as 4k, 1M or 2G, got {text!r}")
-    if isinstance(text, int):
+    # A number as YAML gives it, a float too: a float's text may be in e-notation
+    # (2.2e+278), which the text form refuses while the schema's "number" lets it pass.
+    if isinstance(text, int | float):
         if text < 0:
             raise ValueError(f"a size cannot be negative: {text}")
         return _size_bounded(text, text)
@@ -57,7 +59,9 @@ def parse_duration(text: str | int | float) -> float:
     if isinstance(text, bool):
         raise ValueError(f"expected a duration such as 10s, 2m or 1h, got {text!r}")
     if isinstance(text, int | float):
-        if text < 0 or math.isnan(text):
+        if math.isnan(text):  # YAML's .nan
+            raise ValueError("not a number (.nan); expected a duration such as 10s, 2m or 1h")
+        if text < 0:
             raise ValueError(f"a duration cannot be negative: {_shown(text)}")
         return _seconds_bounded(text, text)
     m = _DURATION.match(str(text))

@@ -72,3 +72,26 @@ def parsed_problems(parsed: Parsed) -> Iterator[str]:
             if why is not None:
                 yield f"{_where(hist.name, hist.tags)} histogram: {why}"
                 break
+
+
+# Metrics that can be below zero: macro.py's "other" (real − user − sys, when a job ran on
+# several CPUs at once). No tool's rate, size, count or time can.
+MAY_BE_NEGATIVE = frozenset({"other"})
+
+
+def negative_problems(parsed: Parsed) -> Iterator[str]:
+    """'<field>: <value> is negative' for every value of `parsed` below zero that no tool
+    measures so (an imported `iops: -5`)."""
+    for metric in parsed.metrics:
+        if metric.value is not None and metric.value < 0 \
+                and metric.name not in MAY_BE_NEGATIVE:
+            yield f"{_where(metric.name, metric.tags)}: {metric.value:g} is negative"
+    for series in parsed.series:
+        if series.name in MAY_BE_NEGATIVE:
+            continue
+        low = next(((t, v) for t, v in series.points if v < 0), None)
+        if low is not None:
+            yield f"{_where(series.name, series.tags)} at {low[0]:g}: {low[1]:g} is negative"
+    for hist in parsed.histograms:
+        if any(v < 0 or c < 0 for v, c in hist.bins):
+            yield f"{_where(hist.name, hist.tags)} histogram: a negative value or count"

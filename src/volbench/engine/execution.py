@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -17,22 +18,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from volbench.core.errors import ResourceError, VolbenchError, key_lines
+from volbench.core.errors import ExperimentError, Problem, ResourceError, VolbenchError, key_lines
 from volbench.core.model import Params, Parsed, RunResult, Status
 from volbench.engine.faultphases import fio_offset, phase_metrics
 from volbench.engine.faultrun import FaultRun, recorded
 from volbench.engine.faultverify import VerifyPass
 from volbench.engine.powercutrun import PowerCutRun
 from volbench.stats.windows import with_windows
-from volbench.system import proc
+from volbench.system import proc, sandbox
 from volbench.system.block import cgroups, diskstats, space
 from volbench.system.host import activity
+from volbench.system.sandbox import SandboxUser
 from volbench.targets.base import Built
+from volbench.workloads import fiosync
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 # Raw files larger than this are cut (and marked) so one chatty log cannot bloat the database.
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+# Output files a glob may take (pgbench's -l writes one per thread; a script's \\shell could
+# write thousands in its run directory).
+MAX_OUTPUT_FILES = 1024
 
 
 def drop_caches() -> str | None:
@@ -71,15 +77,50 @@ def prepare_rundir(rundir: Path, user: str | None) -> None:
                             "the work directory (workdir:)") from exc
 
 
+def owner(inv: Invocation, box: SandboxUser | None) -> str | None:
+    """Who the tool's directories belong to: the sandbox user for a sandboxed tool."""
+    return box.name if inv.sandboxed and box is not None else inv.user
+
+
+def prepare(inv: Invocation, box: SandboxUser | None) -> None:
+    """Its directories and the files it reads, in place before its process starts. A
+    sandboxed tool owns its working directory only: the folders of `outputs` it does not
+    write (the service's facts) stay as they are."""
+    who = owner(inv, box)
+    if inv.cwd is not None:
+        prepare_rundir(inv.cwd, who)
+    for path in (*inv.writable, *([] if inv.sandboxed else
+                                  [p.parent for p in inv.outputs.values()])):
+        prepare_rundir(path, who)
+    write_files(inv)
+
+
 def write_files(inv: Invocation) -> None:
-    """The job files an invocation reads, in place before its process starts."""
+    """The files an invocation reads (job files, copies of scripts), in place before its
+    process starts, then read back and checked (`inv.check`) from the copy the tool will
+    read: what the tool reads is what was checked, whatever happened to the originals."""
     for path, text in inv.files.items():
-        prepare_rundir(path.parent, inv.user)
+        prepare_rundir(path.parent, None)
         path.write_text(text)
+    for path, text in inv.files.items():
+        copy = _read_limited(path)
+        problem = "it changed after it was written" if copy != text else \
+            inv.check(path, copy) if inv.check is not None else None
+        if problem:
+            raise ExperimentError([Problem(str(path), problem)], f"{inv.argv[0]} not started")
 
 
 def _read_limited(path: Path) -> str:
-    with open(path, "rb") as f:
+    """A tool's output file, up to MAX_OUTPUT_BYTES. Never through a link, and only a
+    regular file: a sandboxed tool can put anything in its run directory (a link to
+    /etc/shadow, a FIFO), and volbench reads the outputs as root."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"[volbench: not read: {exc.strerror}]\n"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "[volbench: not read: not a regular file]\n"
         data = f.read(MAX_OUTPUT_BYTES + 1)
     text = data[:MAX_OUTPUT_BYTES].decode("utf-8", errors="replace")
     if len(data) > MAX_OUTPUT_BYTES:
@@ -95,22 +136,30 @@ def collect_outputs(inv: Invocation, done: proc.Completed | None) -> dict[str, s
         outputs["stdout"] = done.stdout
         outputs["stderr"] = done.stderr
     for name, path in inv.outputs.items():
-        if path.exists():
+        if path.exists() or path.is_symlink():
             outputs[name] = _read_limited(path)
     if inv.cwd is not None:
         for pattern in inv.output_globs:
-            for path in sorted(inv.cwd.glob(pattern)):
+            for path in sorted(inv.cwd.glob(pattern))[:MAX_OUTPUT_FILES]:
                 outputs[path.name] = _read_limited(path)
     return outputs
 
 
-def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker | None
-                   ) -> proc.Completed:
+def run_invocation(inv: Invocation, built: Built, tracker: proc.ProcessTracker | None,
+                   box: SandboxUser | None = None) -> proc.Completed:
     """Run one invocation to its end through system/proc.py, in the target's cgroup when it is
-    throttled; a failure is returned, not raised."""
-    return proc.run(inv.argv, timeout=inv.timeout, cwd=inv.cwd, env=inv.env, user=inv.user,
+    throttled (a sandboxed one in `box`'s sandbox); a failure is returned, not raised."""
+    argv, env, user = inv.argv, inv.env, inv.user
+    if inv.sandboxed:
+        if box is None or inv.cwd is None:
+            raise ResourceError(f"{inv.argv[0]} runs only in a sandbox as volbench's own user, "
+                                "and this run has none; run it through volbench run as root")
+        argv = tuple(sandbox.argv(box, inv.argv, cwd=inv.cwd, writable=inv.writable))
+        env, user = sandbox.environment(inv.cwd, inv.env), None  # bwrap drops to the user
+    done = proc.run(argv, timeout=inv.timeout, cwd=inv.cwd, env=env, user=user,
                     cgroup=built.cgroup if inv.throttled else None, check=False,
-                    tracker=tracker)
+                    tracker=tracker, inherit_env=not inv.sandboxed)
+    return replace(done, argv=inv.argv) if inv.sandboxed else done
 
 
 def _verify_pass(workload: WorkloadSpec, params: Params, ctx: RunContext,
@@ -127,10 +176,12 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             repetition: int, warmup: bool, ctx: RunContext,
             tracker: proc.ProcessTracker | None, drop: bool,
             extra_annotations: Mapping[str, Any] | None = None,
-            faults: FaultRun | None = None, cut: PowerCutRun | None = None) -> RunResult:
+            faults: FaultRun | None = None, cut: PowerCutRun | None = None,
+            box: SandboxUser | None = None) -> RunResult:
     """Run one case once and describe the outcome as a RunResult (never raises VolbenchError).
     `faults` fire on their schedule while the process runs and are over when it ends;
-    `cut` (armed already) cuts the power at its moment and counts what survived."""
+    `cut` (armed already) cuts the power at its moment and counts what survived;
+    a sandboxed tool runs as `box`'s user."""
     annotations: dict[str, Any] = dict(extra_annotations or {})
     built = ctx.built
     started = time.time()
@@ -141,10 +192,10 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         if moved:  # a disk pulled and returned by an earlier run's fault
             annotations["device_moved"] = moved
         inv = kind.command(workload, params, ctx)
-        prepare_rundir(ctx.rundir, inv.user)
-        if inv.cwd is not None:
-            prepare_rundir(inv.cwd, inv.user)
-        write_files(inv)
+        prepare_rundir(ctx.rundir, owner(inv, box))
+        prepare(inv, box)
+        if inv.sandboxed and box is not None:
+            annotations["sandbox"] = sandbox.describe(box, inv.cwd or ctx.rundir, inv.writable)
         verify = _verify_pass(workload, params, ctx, tracker) if faults is not None else ""
         if isinstance(verify, VerifyPass):
             inv = verify.measured(inv)
@@ -159,7 +210,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         busy = activity.snapshot()  # what else the machine does: report/noise.py reads it
         scheduled = faults if faults is not None else cut
         with scheduled if scheduled is not None else nullcontext():
-            done = run_invocation(inv, built, scheduled.tap(tracker) if scheduled else tracker)
+            done = run_invocation(inv, built, scheduled.tap(tracker) if scheduled else tracker,
+                                  box)
         annotations["activity"] = activity.record(busy, activity.snapshot(),
                                                   done.user_time + done.sys_time, built.cgroup)
         annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
@@ -193,6 +245,8 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             parsed = kind.parse_output(workload, params, RunOutput(
                 outputs, done.elapsed, done.user_time, done.sys_time, done.returncode,
                 ctx.host))
+            # how the syncs' flushes fanned out over the target's disks
+            parsed = fiosync.with_flushes(parsed, annotations.get("device_io"))
             if faults is None:
                 parsed = with_windows(parsed)  # burst / warm-up windows beside the run's
             else:
@@ -218,7 +272,19 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             elif not error:  # the exit code says more than "no output to parse"
                 error = str(exc)
             status = Status.FAILED
-    if status is Status.FAILED:
+    if faults is not None and faults.unfired and status is Status.OK:
+        first = faults.unfired[0]
+        status = Status.FAILED  # a faulted run whose fault never came is no faulted run
+        error = (f"fault {first.get('action')} at {first.get('asked_s')} s {first['error']}; "
+                 "schedule faults inside the run (or make the run longer)")
+    pulled = [e for e in (faults.events if faults is not None else [])
+              if e.get("action") == "pull" and not e.get("error")]
+    if status is Status.FAILED and pulled:
+        # Writes to a pulled disk fail (ENOSPC past a device's end, EPERM, EIO): that is
+        # the fault, not a full disk, and the run says so.
+        error = (f"the disk was pulled at {pulled[0].get('done_s')} s (fault pull of "
+                 f"{pulled[0].get('on')}): {error}")
+    elif status is Status.FAILED:
         why = space.explain([error, done.stderr, done.stdout], directory=built.path,
                             device=built.block_device, rundir=ctx.rundir,
                             needed=annotations.get("working_set_bytes"), before=listed)

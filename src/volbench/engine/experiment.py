@@ -174,7 +174,14 @@ def _read_regular(path: Path) -> bytes:
                     else "not a regular file")
             raise ExperimentError([Problem(str(path), f"is {what}, not an experiment file",
                                            "give the path of a YAML file")], str(path))
+        if os.fstat(fd).st_size > MAX_FILE_BYTES:  # refused before a byte is read
+            raise _too_large(path)
         return f.read(MAX_FILE_BYTES + 1)
+
+
+def _too_large(path: Path) -> ExperimentError:
+    return ExperimentError([Problem(str(path), f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
+                                    "is this an experiment file?")], str(path))
 
 
 def load(path: Path, base: Path | None = None) -> Experiment:
@@ -185,9 +192,8 @@ def load(path: Path, base: Path | None = None) -> Experiment:
     except OSError as exc:
         raise ExperimentError([Problem(str(path), f"cannot read the file: {exc.strerror}",
                                        "check the path")], str(path)) from exc
-    if len(data) > MAX_FILE_BYTES:
-        raise ExperimentError([Problem(str(path), f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
-                                       "is this an experiment file?")], str(path))
+    if len(data) > MAX_FILE_BYTES:  # it grew while being read
+        raise _too_large(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -466,7 +472,12 @@ def _workloads(r: Reader) -> list[WorkloadSpec]:
             continue
         faults = parse_faults(item)  # read first: the kind's parse reports unread fields
         series_field(item)  # kept in the document, read by `volbench history`
-        specs.append(replace(kind.parse(item, name), faults=faults))
+        spec = replace(kind.parse(item, name), faults=faults)
+        if faults:  # imported here: a file without faults loads none of their code
+            from volbench.engine.faultrun import fault_times
+
+            fault_times(item, spec, kind)
+        specs.append(spec)
     return specs
 
 

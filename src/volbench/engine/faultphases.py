@@ -24,7 +24,13 @@ from volbench.stats import phases
 from volbench.stats.histogram import merge_histograms, percentile_from_histogram
 from volbench.workloads.fiologs import second_histograms
 
-RATES = ("iops", "bw")
+RATES = ("iops", "bw", "tps")
+# The rate whose seconds say whether the workload moved (stalls, recovery): fio's I/Os,
+# pgbench's transactions, dd's bytes (the first a run has).
+PRIMARY = ("iops", "tps", "bw")
+# A latency series and the rate that weighs its seconds (fio's lat by I/Os, pgbench's
+# per-second average latency by transactions).
+LATENCIES = {"lat": "iops", "latency_avg": "tps"}
 # fio's last logged second ends within about a second of the process; a longer quiet
 # tail is a stall at the end of the run (a disk that never came back) and counts.
 TAIL_SLACK_S = 2.0
@@ -204,10 +210,17 @@ def _kept_histograms(hists: Mapping[str, Mapping[float, Mapping[float, int]]],
             for op, by_second in hists.items()}
 
 
+def primary(series: Sequence[Series]) -> str | None:
+    """The rate a run's stalls and recovery are read from, None when it has none."""
+    return next((name for name in PRIMARY if any(s.name == name for s in series)), None)
+
+
 def _all_ops(series: Sequence[Series]) -> list[tuple[float, float]]:
+    """The primary rate each second, all ops (read, write) together."""
+    name = primary(series)
     total: dict[float, float] = {}
     for s in series:
-        if s.name == "iops":
+        if s.name == name:
             for t, v in s.points:
                 total[t] = total.get(t, 0.0) + v
     return sorted(total.items())
@@ -218,8 +231,8 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
                   offset: float = 0.0) -> Parsed:
     """`parsed` with the phase metrics added (unchanged when it has no series). Event
     times are from the process start, the series' from the tool's: `offset` apart."""
-    series = [s for s in parsed.series if s.name in (*RATES, "lat")]
-    if not any(s.name == "iops" for s in series):  # a job without fio's logs
+    series = [s for s in parsed.series if s.name in (*RATES, *LATENCIES)]
+    if primary(series) is None:  # a tool without a per-second series (or fio's logs)
         return replace(parsed, metrics=parsed.metrics + tuple(rebuild(events, samples)))
     end = run_end(series, elapsed - offset, fio_runtime(logs))
     split = phases.split(phases.cuts(events, offset), end)
@@ -250,17 +263,19 @@ def phase_metrics(parsed: Parsed, events: Sequence[Mapping[str, Any]], elapsed: 
 
 def _rates(series: Sequence[Series], phase: phases.Phase) -> list[Metric]:
     out = []
-    iops = {s.tags.get("op", ""): s for s in series if s.name == "iops"}
     for s in series:
         tags = {**s.tags, "phase": phase.name}
         if s.name in RATES:
             value = phases.rate(s.points, phase.start, phase.end)
             out.append(Metric(s.name, value, s.unit, tags))
-        elif s.name == "lat" and s.tags.get("op", "") in iops:
-            weights = iops[s.tags.get("op", "")].points
-            value = phases.weighted_mean(s.points, weights, phase.start, phase.end)
+        elif s.name in LATENCIES:
+            weigh = next((w for w in series if w.name == LATENCIES[s.name]
+                          and w.tags.get("op", "") == s.tags.get("op", "")), None)
+            if weigh is None:
+                continue
+            value = phases.weighted_mean(s.points, weigh.points, phase.start, phase.end)
             out.append(Metric("lat_mean", value, "s", tags,
-                              "" if value is not None else "no I/O completed"))
+                              "" if value is not None else "nothing completed"))
     return out
 
 
@@ -293,7 +308,7 @@ def _recoveries(series: Sequence[Series], split: Sequence[phases.Phase],
             continue
         since = float(event["done_s"]) - offset
         for s in series:
-            if s.name != "iops":
+            if s.name != primary(series):
                 continue
             level = phases.rate(s.points, before.start, before.end) or 0.0
             took = phases.recovery(s.points, level, since, end)

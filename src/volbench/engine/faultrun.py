@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from volbench.config.faults import ENDING, POWER_CUT, UNDONE_BY, FaultSpec
+from volbench.config.fields import Reader
 from volbench.core.errors import VolbenchError
 from volbench.faults import COMMANDS, make_action, md
 from volbench.faults.base import Action, Done, run_commands
@@ -26,7 +27,7 @@ from volbench.faults.check import concerned
 from volbench.system import proc
 from volbench.system.journal import Entry, Scope
 from volbench.targets.base import Built, TargetSpec
-from volbench.workloads.base import WorkloadSpec
+from volbench.workloads.base import WorkloadKind, WorkloadSpec
 
 # The phase a fault's end opens, by the fault it ends: md's restore is a phase of its own
 # (the rebuild runs); the end of any other fault (nfsd back, a disk's caps back, an iSCSI
@@ -110,6 +111,7 @@ class FaultRun:
         self._samplers: list[Callable[[], dict[str, Any]]] = []
         self._thread = threading.Thread(target=self._loop, name="volbench-faults", daemon=True)
         self._t0 = 0.0
+        self._todo: list[Step] = schedule(self.faults)
 
     def now(self) -> float:
         """Seconds since the schedule's zero (the process start until the zero is known)."""
@@ -147,6 +149,7 @@ class FaultRun:
         self._stop.set()
         self._thread.join(JOIN_TIMEOUT_S)
         with self._lock:
+            self._not_fired()
             ended = list(self._active)
             for key in ended:
                 self._end(key, None, self.now(), at_teardown=True)
@@ -162,10 +165,29 @@ class FaultRun:
                                 "started_s": round(self.now(), 3),
                                 "done_s": round(self.now(), 3)})
 
+    @property
+    def unfired(self) -> list[dict[str, Any]]:
+        """The events of steps that never fired because the run ended first."""
+        return [e for e in self.events if e.get("phase") == "not fired"]
+
+    def _not_fired(self) -> None:
+        """Steps the run ended before: said, not left out (a run that was to show a
+        fault and did not is no faulted run). The end of a fault (`for:` running past
+        the run) is no step of its own: teardown ends the fault."""
+        ended = self.now()
+        for step in self._todo:
+            if step.ends and step.fault.action not in ENDING:
+                continue
+            event = self._event(step, step.at, "not fired", step.fault.action)
+            event["error"] = (f"not fired: the run ended {ended:.1f} s into its schedule, "
+                              f"before this step's time ({step.at:g} s)")
+            self.events.append(event)
+        self._todo = []
+
     # -- the thread ---------------------------------------------------------------------
     def _loop(self) -> None:
         self._wait_for_start()
-        todo = schedule(self.faults)
+        todo = self._todo
         next_sample = SAMPLE_EVERY_S
         while todo or self._samplers:
             due = min(todo[0].at if todo else float("inf"), next_sample)
@@ -323,3 +345,22 @@ def plan_lines(workloads: Sequence[WorkloadSpec], targets: Sequence[TargetSpec],
                 lines.append(f"fault {workload.name} at {fault.at + fault.duration:g} s: "
                              f"{ending} {fault.names}: {COMMANDS.get(ending, '')}")
     return lines
+
+
+def fault_times(r: Reader, spec: WorkloadSpec, kind: WorkloadKind) -> None:
+    """Faults fire inside a run: one scheduled at or after the end of the workload's
+    shortest run would never fire (it used to be accepted and silently do nothing)."""
+    why = kind.fault_problem(spec)
+    if why is not None:
+        r.problem("faults", why)
+        return
+    known = [s for case in kind.cases(spec) if (s := kind.run_seconds(spec, case)) is not None]
+    if not known:
+        return  # checked when the run ends: a step it never reached fails the run
+    shortest = min(known)
+    for i, fault in enumerate(spec.faults):
+        if fault.at >= shortest:
+            r.problem(f"faults[{i}].at", f"{fault.at:g} s is at or after the end of the "
+                      f"run ({shortest:g} s{' for its shortest case' if len(known) > 1 else ''})"
+                      "; it would never fire",
+                      "schedule it inside the run, or make the run longer")

@@ -16,17 +16,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from volbench.core import units, valuecheck
+from volbench.config import userfile
+from volbench.core import syncmode, units, valuecheck
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Parsed, RunResult, Scalar, Status
 from volbench.stats.windows import with_windows
 from volbench.store.db import Store
-from volbench.workloads import bonnie, dd, fio, fiologs, hdparm, pgbench_parse
+from volbench.workloads import bonnie, dd, fio, fiologs, fiosync, hdparm, pgbench_parse
 from volbench.workloads.shape import SHAPE_ERRORS, shape_message
 
 # Far above any tool's output (a json+ log of hours is tens of MB); `import /dev/zero`
 # must not read for ever.
-MAX_FILE_BYTES = 256 * 1024**2
+MAX_FILE_BYTES = userfile.LIMITS["file to import"]
+IMPORT_KIND = "file to import"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ def _fio_params(data: Mapping[str, Any]) -> dict[str, Scalar]:
             params["runtime"] = str(options["runtime"])
     if "ioengine" in options:
         params["ioengine"] = str(options["ioengine"])
+    mode = fiosync.options_mode(options)
+    if mode.syncs:  # as a live run of `sync:` records it (workloads/fiosync.py)
+        params[syncmode.PARAM] = mode.text
     return params
 
 
@@ -171,9 +176,11 @@ def read_output(tool: str, text: str, source: str,
 
 
 def _check_values(tool: str, source: str, imported: Imported) -> None:
-    """Refuse a file with a value no disk measures (NaN, infinity, 10^400): stored, it
-    would fail every later report of the database."""
-    problem = next(valuecheck.parsed_problems(imported.parsed), None)
+    """Refuse a file with a value no disk measures (NaN, infinity, 10^400, a negative
+    rate, size or time: `iops: -5` was stored as an ok run): stored, it would fail every
+    later report of the database, or mislead it."""
+    problem = next(valuecheck.parsed_problems(imported.parsed), None) or \
+        next(valuecheck.negative_problems(imported.parsed), None)
     if problem is None and imported.started is not None:
         why = valuecheck.value_problem(imported.started)
         problem = f"timestamp: {why}" if why else None
@@ -190,15 +197,8 @@ def import_files(store: Store, tool: str, target: str, files: Sequence[Path],
                             f"{', '.join(sorted(IMPORTERS))}")
     results: list[tuple[Path, str, Imported, dict[str, str]]] = []
     for path in files:
-        try:
-            with path.open("rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise VolbenchError(f"cannot read {path}: {exc.strerror}") from exc
-        if len(data) > MAX_FILE_BYTES:
-            raise VolbenchError(f"{path} is larger than {MAX_FILE_BYTES // 1024**2} MiB; is "
-                                f"this {tool} output?")
-        text = data.decode(errors="replace")
+        # A regular file of at most MAX_FILE_BYTES, both checked before it is read.
+        text = userfile.read_bytes(path, IMPORT_KIND, MAX_FILE_BYTES).decode(errors="replace")
         logs = fio_logs_beside(path) if tool == "fio" else {}
         results.append((path, text, read_output(tool, text, str(path), logs), logs))
     document = {"name": f"import:{target}", "import": {"tool": tool, "target": target,

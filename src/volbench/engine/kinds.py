@@ -8,7 +8,7 @@ from volbench.faults import powercut  # "powercut-disk", "powercut-cycle"
 from volbench.faults import throttle as throttle_faults  # "fault-throttle"
 from volbench.remote import session as hosts_session
 from volbench.services import postgres  # undo kind "postgres"
-from volbench.system import containment, journal
+from volbench.system import containment, journal, sandbox  # "sandbox-user"
 from volbench.system import daemons as stack_daemons
 from volbench.system.block import cgroups, devices, mounts
 from volbench.system.block import iscsiserver as iscsi_server
@@ -18,7 +18,7 @@ from volbench.targets import mdraid as mdraid_target  # "md-array"
 from volbench.targets import multihost  # targets built on load hosts
 from volbench.targets import nfs as nfs_target  # "nfs-export", "nfs-mount", "nfsd-…"
 
-__all__ = ["cgroups", "containment", "devices", "mounts", "postgres"]
+__all__ = ["cgroups", "containment", "devices", "mounts", "postgres", "sandbox"]
 __all__ += ["hosts_session", "multihost"]
 __all__ += ["iscsi_server", "iscsi_target", "lvm_ops", "mdraid_target", "nfs_target"]
 __all__ += ["stack_daemons"]

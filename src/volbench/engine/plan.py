@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from volbench.config.faults import POWER_CUT, FaultSpec
 from volbench.config.loadspec import stage
+from volbench.core import syncmode
 from volbench.core.model import Params, case_key
 from volbench.engine.experiment import Experiment
 from volbench.targets import KINDS as TARGET_KINDS
@@ -222,3 +223,16 @@ def cut_summary(plan: Plan, repetitions: int | None = None) -> list[str]:
                    f"pair(s)), about {each / 60:.0f} min with their recoveries "
                    f"(~{CUT_RECOVERY_S:g} s each in the lab)")
     return out
+
+
+def sync_lines(plan: Plan) -> list[str]:
+    """The commit-bound cases as `volbench plan` prints them: each workload's sync modes in
+    words and what their verdicts judge (core/headline.py)."""
+    seen: dict[tuple[str, str], str] = {}
+    for case in plan.cases:
+        mode = syncmode.of(case.params)
+        if mode.syncs:
+            judged = ("sync latency (p99, mean) and syncs/s; write IOPS beside" if mode.calls
+                      else "write latency (p99, mean) and IOPS: each write a commit")
+            seen.setdefault((case.workload, mode.text), f"{mode.describe()}, judged on {judged}")
+    return [f"sync {workload} sync={text}: {words}" for (workload, text), words in seen.items()]

@@ -32,7 +32,7 @@ from volbench.core.errors import (
 )
 from volbench.core.model import RunResult, Status, canonical_json
 from volbench.engine import adaptive, curves, cutrun
-from volbench.engine.execution import measure, prepare_rundir, run_invocation, write_files
+from volbench.engine.execution import measure, prepare, prepare_rundir, run_invocation
 from volbench.engine.experiment import Experiment
 from volbench.engine.faultrun import FaultRun, bind
 from volbench.engine.plan import Group, Plan, PlannedRun, closure, make_plan
@@ -45,7 +45,7 @@ from volbench.faults.powercut import Power
 from volbench.store import location
 from volbench.store.db import Store
 from volbench.store.location import Location
-from volbench.system import containment, journal, proc
+from volbench.system import containment, journal, proc, sandbox
 from volbench.system.block import space
 from volbench.system.block.mounts import make_dir, make_tree
 from volbench.system.host import fingerprint, hostinfo
@@ -163,6 +163,8 @@ class Session:
         self.target_runs: dict[str, int] = {}
         self.fingerprints: dict[str, str] = {}  # target -> digest (fingerprint.py)
         self._runs = 0
+        # The run's own unprivileged user, when a workload's tool runs sandboxed.
+        self.box: sandbox.SandboxUser | None = None
         # Read once, handed to every workload (workloads read no /proc or process state).
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
         # Load-curve steps' rates, resolved as their saturation runs end (curves.py).
@@ -221,7 +223,8 @@ class Session:
             assert self._stack is not None
             scope = self.journal.scope()
             sctx = ServiceContext(scope, built,
-                                  make_dir(scope, self.workdir / f"service-{len(self.services)}"))
+                                  make_dir(scope, self.workdir / f"service-{len(self.services)}"),
+                                  self.box.name if self.box is not None else None)
             try:
                 self._stack.enter_context(scope)
                 self.services[key] = self._stack.enter_context(
@@ -256,13 +259,9 @@ class Session:
         (a partial data file would make every later run there fail too)."""
         try:
             for inv in steps:
-                if inv.cwd is not None:
-                    prepare_rundir(inv.cwd, inv.user)
-                for path in inv.outputs.values():
-                    prepare_rundir(path.parent, inv.user)
-                write_files(inv)
+                prepare(inv, self.box)
                 listed = space.entries(built.path)
-                done = run_invocation(inv, built, self.journal)
+                done = run_invocation(inv, built, self.journal, self.box)
                 if done.timed_out or done.returncode != 0:
                     tail = " | ".join(key_lines(done.stderr or done.stdout))
                     why = space.explain([done.stderr, done.stdout], directory=built.path,
@@ -325,7 +324,9 @@ class Session:
         """The workload's faults on this run's stack (none in warm-up rounds)."""
         bound = bind(spec.faults, self.exp.targets, closure(self.exp, run.target),
                      self.built, self.lab_caps()) if spec.faults and not run.warmup else []
-        return FaultRun(bound, self.journal.scope(), wait_for_child=True) if bound else None
+        clock = WORKLOAD_KINDS[spec.tool].fault_clock
+        return FaultRun(bound, self.journal.scope(),
+                        wait_for_child=clock == "child") if bound else None
 
     def _execute(self, run: PlannedRun, built: Built, rundir: Path) -> RunResult:
         spec = self.exp.workload(run.workload)
@@ -361,7 +362,8 @@ class Session:
                          repetition=run.repetition, warmup=run.warmup, ctx=ctx,
                          tracker=self.journal, drop=self.exp.drop_caches,
                          extra_annotations=extra,
-                         faults=None if cut else self.faults_for(run, spec), cut=cut)
+                         faults=None if cut else self.faults_for(run, spec), cut=cut,
+                         box=self.box)
         if load is not None:
             result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
         after_error = self.run_steps(kind.after(spec, run.params, ctx), built, "after-run step")
@@ -538,6 +540,8 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
             workdir = _make_workdir(exp, scope, experiment_id)
             session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
             cutrun.wrap_disks(session, scope)
+            if any(WORKLOAD_KINDS[w.tool].sandboxed for w in exp.workloads):
+                session.box = sandbox.create(scope)  # removed when the scope closes
             if done:  # resumed: load-curve steps resolve from the saturation runs stored
                 session.resolver = curves.Resolver(curves.sla_lookup(exp.workloads),
                                                    store.runs([experiment_id]))

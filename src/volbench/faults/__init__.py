@@ -40,10 +40,11 @@ COMMANDS = {
               "block_set_io_throttle DEVICE CAPS (device: a lab disk), after a pull first "
               "blockdev-add IMAGE + device_add virtio-blk-pci serial=NAME at its slot; wait "
               "for /dev/disk/by-id/virtio-NAME; after a loopdisk's pull LOOP_SET_STATUS64 "
-              "lo_offset=0",
+              "lo_offset=0, BLKROSET 0",
     "pull": "QMP device_del DEVICE (a lab disk; until QEMU has deleted it); wait until "
-            "/dev/disk/by-id/virtio-NAME is gone; a loopdisk target (target:): "
-            "LOOP_SET_STATUS64 lo_offset=IMAGE_SIZE (capacity 0)",
+            "/dev/disk/by-id/virtio-NAME is gone; a loopdisk target (target:): BLKROSET 1 "
+            "(writes refused), wait for the queued requests, LOOP_SET_STATUS64 "
+            "lo_offset=IMAGE_SIZE (capacity 0), the image's size checked",
     "delay": "dmsetup suspend LV; dmsetup load LV --table '0 LEN delay MAJ:MIN OFFSET "
              "delay_ms'; dmsetup resume LV",
     "errors": "dmsetup suspend LV; dmsetup load LV --table '0 LEN flakey MAJ:MIN OFFSET 0 1'; "

@@ -9,6 +9,7 @@ the way to a decision is less noise per run or a wider threshold.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -59,17 +60,48 @@ def _pct(value: float) -> str:
     return f"{value:+.1f} %"
 
 
+def ruled_out_text(c: Comparison) -> str:
+    """"rules out changes beyond -41.0 % and +36.5 %": the verdict interval's ends; "rules
+    out only changes beyond +110.2 %" when its low end is a ratio of 0 (a case with a run
+    that completed nothing: no drop can be ruled out)."""
+    ci = c.ratio_ci
+    if ci is None:
+        return ""
+    if ci.low <= 0.0:
+        return f"rules out only changes beyond {_pct((ci.high - 1) * 100)}"
+    return f"rules out changes beyond {_pct((ci.low - 1) * 100)} and {_pct((ci.high - 1) * 100)}"
+
+
+def deciding_threshold(c: Comparison) -> float | None:
+    """The smallest threshold (a share, rounded up to a whole percent) at which these runs
+    would already read "no difference": their equivalence interval lies inside it. None
+    when that would be 100 % or more (nothing a user would call a threshold)."""
+    ci = c.equivalence_ci
+    if ci is None or ci.low <= 0.0:
+        return None
+    needed = max(1.0 - ci.low, ci.high - 1.0)
+    rounded = math.floor(needed * 100.0) / 100.0 + 0.01
+    return rounded if rounded < 1.0 else None
+
+
 def undecided_note(c: Comparison, noise: Noise | None) -> str:
     """"; rules out changes beyond -41.0 % and +36.5 %; run-to-run CV 19 % (quietest
-    target dir 3 %): decide with longer runs, less other load on the machine, or a wider
-    threshold" for a verdict that more than the maximum of runs would not decide."""
+    target dir 3 %): decide with more runs, longer runs, less other load on the machine,
+    or a wider threshold (±45 % would read these runs as no difference)" for a verdict
+    that no promised number of runs would decide: more than the maximum, or a spread
+    too uncertain to promise one (stats.power)."""
     if c.verdict is not Verdict.INCONCLUSIVE or not c.runs_needed_capped or c.ratio_ci is None:
         return ""
-    ci = c.ratio_ci
-    text = f"; rules out changes beyond {_pct((ci.low - 1) * 100)} and {_pct((ci.high - 1) * 100)}"
+    text = "; " + ruled_out_text(c)
     cv = None if noise is None else noise.cv
     if noise is not None and cv is not None:
         text += f"; run-to-run CV {cv * 100:.0f} %"
         if noise.quietest_cv is not None and noise.quietest_cv < cv / 2:
             text += f" (quietest target {noise.quietest_target} {noise.quietest_cv * 100:.1f} %)"
-    return text + ": decide with longer runs, less other load on the machine, or a wider threshold"
+    ways = "longer runs, less other load on the machine, or a wider threshold"
+    if c.runs_needed_low is not None:  # more runs would tell how noisy the runs are
+        ways = "more runs (they pin the spread down), " + ways
+    wider = deciding_threshold(c)
+    if wider is not None and wider > c.threshold:
+        ways += f" (±{wider * 100:.0f} % would read these runs as no difference)"
+    return text + ": decide with " + ways

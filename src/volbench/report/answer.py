@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volbench.core import metricinfo
-from volbench.core.headline import headline
+from volbench.core import metricinfo, syncmode
+from volbench.core.headline import commit_rank, headline
 from volbench.core.model import params_key
 from volbench.core.units import format_value
-from volbench.report import durability, noise, phaseview
+from volbench.report import durability, noise, phaseview, readable
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
@@ -50,6 +50,9 @@ def figure_text(summary: CaseSummary) -> str:
         return "no runs"
     text = format_value(fig.centre, summary.unit)
     if fig.interval is None:
+        stalled = len(readable.stalled(summary))
+        if stalled:  # a run that completed nothing: the figure is an arithmetic mean
+            return f"{text} ({stalled} of {len(summary.values)} runs stalled)"
         return f"{text} (1 run)" if len(summary.values) == 1 else text
     low, high = (format_value(v, summary.unit) for v in (fig.interval.low, fig.interval.high))
     # "53074 op/s [44606, 63150]": the unit once, where the bounds share the figure's.
@@ -134,8 +137,11 @@ def case_title(report: Report, s: CaseSummary) -> str:
     """"rand4k rw=randread — read IOPS": workload, varying parameters, metric."""
     shown = report.varying_params(s.workload)
     label = " ".join(f"{k}={s.params[k]}" for k in shown if k in s.params)
-    what = " ".join(p for p in (s.tags.get("op", ""), metricinfo.label(s.metric, s.unit),
+    what = " ".join(p for p in (metricinfo.op_label(s.metric, s.unit, s.tags.get("op", "")),
                                 s.other_tags()) if p)
+    mode = syncmode.of(s.params)
+    if mode.syncs and syncmode.PARAM not in shown:  # a commit-bound case says how it syncs
+        what += f", {mode.describe()}"
     return " ".join(p for p in (s.workload, label) if p) + f" — {what}"
 
 
@@ -170,9 +176,11 @@ def case_answers(report: Report) -> list[CaseAnswer]:
     def place(a: CaseAnswer) -> tuple[object, ...]:
         s = a.summaries[0]
         figure = _curve_figure(s.metric)
+        synced = commit_rank(s.metric, s.tags)
         return (work.get(a.workload, len(work)),
                 tuple((k, value_order(v)) for k, v in s.params.items()),
-                (-1, str(figure)) if figure is not None else metricinfo.rank(s.metric),
+                (-1, str(figure)) if figure is not None
+                else (-1, str(synced)) if synced is not None else metricinfo.rank(s.metric),
                 tuple(sorted(s.tags.items())))
 
     return sorted(answers, key=place)
@@ -214,14 +222,40 @@ def _fit(line: str, width: int, indent: int = 4, most: int = 2) -> list[str]:
     return [*out, rest]
 
 
+# Figures shown beside a commit-bound case's headlines, not judged (core/headline.py):
+# the write IOPS beside its syncs/s, the sync call's own latency beside the commit's.
+BESIDE = {"iops": ("iops", "write", "writes"), "commit_lat_mean": ("lat_mean", "sync", "sync"),
+          "commit_lat_p99": ("lat_p99", "sync", "sync p99")}
+
+
+def beside(report: Report, s: CaseSummary) -> str:
+    """The figure shown beside a commit-bound case's headline ("(writes 1309 op/s)",
+    "(sync 28 µs)"): shown with it, not judged; "" for any other figure."""
+    shown = BESIDE.get(s.metric) if s.tags.get("op") == "sync" else None
+    if shown is None:
+        return ""
+    metric, op, words = shown
+    tags, key = {**s.tags, "op": op}, params_key(s.params)
+    for w in report.summaries:
+        if (w.target, w.workload, w.metric) == (s.target, s.workload, metric) \
+                and dict(w.tags) == tags and params_key(w.params) == key:
+            fig = geometric_figure(w.values)
+            return f"({words} {format_value(fig.centre, w.unit)})" if fig else ""
+    return ""
+
+
 def case_lines(report: Report, answer: CaseAnswer, width: int = MAX_COLUMNS) -> list[str]:
-    """A case's title, then one line per target: name, figure [interval], verdict."""
+    """A case's title, then one line per target: name, figure [interval], verdict (and a
+    figure shown beside it, not judged)."""
     names = [s.target for s in answer.summaries]
     figures = [figure_text(s) for s in answer.summaries]
     name_w, fig_w = max(map(len, names)), max(map(len, figures))
+    cells = [_verdict_cell(report, answer, s) for s in answer.summaries]
+    asides = [beside(report, s) for s in answer.summaries]
+    cell_w = max(map(len, cells)) if any(asides) else 0
     out = [answer.title]
-    for s, name, fig in zip(answer.summaries, names, figures, strict=True):
-        line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {_verdict_cell(report, answer, s)}"
+    for name, fig, cell, aside in zip(names, figures, cells, asides, strict=True):
+        line = f"  {name.ljust(name_w)}  {fig.ljust(fig_w)}  {cell.ljust(cell_w)}  {aside}"
         out += _fit(line.rstrip(), width, indent=name_w + fig_w + 6)
     return out
 
@@ -238,13 +272,23 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
     out = [f"Answer: {vs} (geometric mean of runs [95 % interval]; verdict in words)"]
     shown: dict[str, int] = {}
     hidden: dict[str, int] = {}
+    seen: set[tuple[str, str, str]] = set()
+    left: set[tuple[str, str, str]] = set()
     for a in answers:
-        if shown.get(a.workload, 0) >= per_workload:
-            hidden[a.workload] = hidden.get(a.workload, 0) + 1
+        # A commit-bound case answers with three figures (core/headline.py): one case.
+        first = a.summaries[0]
+        case = (a.workload, params_key(first.params), first.other_tags())
+        new = case not in seen
+        if new and shown.get(a.workload, 0) >= per_workload:
+            if case not in left:
+                left.add(case)
+                hidden[a.workload] = hidden.get(a.workload, 0) + 1
             continue
-        shown[a.workload] = shown.get(a.workload, 0) + 1
+        if new:
+            seen.add(case)
+            shown[a.workload] = shown.get(a.workload, 0) + 1
         out += case_lines(report, a, width)
-        if shown[a.workload] == 1:  # the faults' phases once per workload (issue 23)
+        if new and shown[a.workload] == 1:  # the faults' phases once per workload (issue 23)
             out += [line for text in phaseview.answer_lines(report, a.workload)
                     for line in _fit(text, width)]
     out += [f"({n} more {w} case{'s' if n > 1 else ''}: volbench report --details)"
@@ -260,8 +304,9 @@ def answer_lines(report: Report, width: int = MAX_COLUMNS,
 
 # Warnings that change what a verdict means, most serious first; the others (few runs,
 # outliers, drift) are in --details and the files.
-SERIOUS = ("failed-target", "failed-runs", "baseline", "environment", "bad-value", "cache",
-           "caches", "stall", "burst-refill", "time-window", "not-steady", "retried-runs")
+SERIOUS = ("failed-target", "failed-runs", "stalled-run", "baseline", "environment",
+           "commit-settings", "bad-value", "cache", "caches", "stall", "burst-refill",
+           "time-window", "not-steady", "retried-runs")
 
 
 def noisiest(report: Report) -> CaseSummary | None:

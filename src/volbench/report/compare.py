@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from volbench.report import fingerprints, targetstate
+from volbench.report import commitsettings, fingerprints, targetstate
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import lab_disk_text
@@ -55,6 +55,7 @@ class SetComparison:
                 "results may come from these rather than from the change under test"
             )
         out += targetstate.differences(self.a.targets, self.b.targets)
+        out += commitsettings.compare_lines(self.a.runs, self.b.runs)
         if not self.a.environment.get("checked") or not self.b.environment.get("checked"):
             out.append(
                 "one result set records no checked environment (imported results?): "

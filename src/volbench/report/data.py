@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volbench.config.fields import did_you_mean
+from volbench.config.steady import SS_METRICS
+from volbench.core import syncmode
 from volbench.core.bulk import paused_gc
 from volbench.core.errors import VolbenchError
 from volbench.core.metricinfo import HEADLINE, selected
@@ -25,11 +27,14 @@ from volbench.core.model import (
 from volbench.report import (
     badvalues,
     checks,
+    commitsettings,
     curves,
     durability,
     labburst,
+    readable,
     steadiness,
     timeline,
+    timestory,
     verdicts,
 )
 from volbench.report import fingerprints as environments
@@ -65,9 +70,12 @@ class RunExport:
 
 def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> set[str]:
     """Metric names a report needs of each run: those it shows, io_bytes for the
-    "did the disk do the work?" check, and the burst / warm-up lengths (timeline)."""
+    "did the disk do the work?" check, the burst / warm-up lengths (timeline) and fio's
+    steady-state figures (steadiness: without them a `volbench report` of a
+    `steady: {within: run}` experiment said nothing of it, issue 32)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *durability.METRICS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *SS_METRICS,
+               *durability.METRICS})
 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
@@ -137,6 +145,11 @@ class Report:
         return list(self._workloads)
 
 
+# Parameters whose absence is a value: a case without `sync` writes with no sync mode, so
+# `sync: [none, {fdatasync: 1}]` varies although only one of its cases carries it.
+IMPLIED = {syncmode.PARAM: syncmode.NONE}
+
+
 def _varying(runs: Sequence[RunResult]) -> dict[str, list[str]]:
     values: dict[str, dict[str, set[object]]] = {}
     for run in runs:
@@ -144,6 +157,9 @@ def _varying(runs: Sequence[RunResult]) -> dict[str, list[str]]:
         for k, v in run.params.items():
             # Parameter values are scalars (hashable); repr keeps 1 and True apart.
             per.setdefault(k, set()).add(repr(v))
+        for k, v in IMPLIED.items():
+            if k not in run.params:
+                per.setdefault(k, set()).add(repr(v))
     return {w: [k for k, vs in per.items() if len(vs) > 1] for w, per in values.items()}
 
 
@@ -209,7 +225,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
     report.percentiles = merged_percentiles(runs, totals)
     report.durability = durability.rows(runs)
     regimes = timeline.run_regimes(runs)
-    report.time_lines = [*timeline.time_lines(runs, regimes, labels), *steady.lines]
+    report.time_lines = [*timestory.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
         if run.status is not Status.OK or run.warmup:
             continue
@@ -229,11 +245,14 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
                                else None, labels),
         *checks.caches_not_dropped(runs),
         *checks.case_checks(report.summaries, labels),
+        *readable.stalled_runs(report.summaries, runs, labels),
+        *readable.wide_intervals(report.summaries, labels),
         *checks.stall_warnings(runs, report.stalls, labels),
         *timeline.ended_inside(runs, regimes, labels),
         *timeline.refills(runs, regimes, labels),
         *steady.warnings,
         *labburst.short_runs(runs, targets, report.environment, labels),
+        *commitsettings.warnings(runs, names),
         *durability.warnings(report.durability),
     ]
     return report

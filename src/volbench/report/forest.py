@@ -89,6 +89,9 @@ def forest_chart(title: str, subtitle: str, groups: list[ForestGroup]) -> Drawin
     low, high = _span(groups)
 
     def to_x(v: float) -> float:
+        # A ratio interval may reach 0 (a side with a run that completed nothing, issue
+        # 32): a log axis has no 0, so such an end is drawn at the axis's left edge.
+        v = max(v, low)
         return x0 + PLOT_W * (math.log(v) - math.log(low)) / (math.log(high) - math.log(low))
 
     bottom = c.height - BOTTOM
@@ -131,6 +134,10 @@ def _row(c: Canvas, row: ForestRow, mid: float, to_x: Callable[[float], float],
         c.line(to_x(row.low), mid, to_x(row.high), mid, row.fill, 2.2)
         for end in (row.low, row.high):
             c.line(to_x(end), mid - 4, to_x(end), mid + 4, row.fill, 1.6)
+        if row.low <= 0.0:  # the interval goes on down to 0, off the log axis: an arrow
+            x = to_x(row.low)
+            c.add(f'<path class="to-zero" d="M{x + 6:.1f},{mid - 4:.1f} L{x:.1f},{mid:.1f} '
+                  f'L{x + 6:.1f},{mid + 4:.1f}" fill="none" stroke="{row.fill}"/>')
     if row.ratio is not None:
         x = to_x(row.ratio)
         if row.tone == "baseline":

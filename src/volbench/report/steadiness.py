@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from volbench.config.steady import (
     SS_ATTAINED,
     SS_DRIFT,
+    SS_NOISE_RANGE,
     SS_RANGE,
     SS_SECONDS,
     SS_SLOPE,
+    SS_SMALLEST_DRIFT,
     SteadySpec,
     fio_slope_limit,
     from_document,
@@ -120,7 +122,7 @@ def _within_runs(runs: Sequence[RunResult], spec: SteadySpec,
         figures = [_figures(run, tags) for run in case]
         steady = [f for f in figures
                   if steady_in_run(f.get(SS_ATTAINED, 0.0), f.get(SS_RANGE), spec,
-                                   f.get(SS_DRIFT, 0.0))]
+                                   f.get(SS_DRIFT, 0.0), f.get(SS_NOISE_RANGE, 0.0))]
         fio_only = sum(1 for f in figures if f.get(SS_ATTAINED, 0.0) >= 1) - len(steady)
         extra = (f"; in {fio_only} more fio's slope criterion held but the range or the "
                  "level (a drift beyond the noise) did not"
@@ -132,7 +134,8 @@ def _within_runs(runs: Sequence[RunResult], spec: SteadySpec,
             stopped = statistics.median(f[SS_SECONDS] for f in steady if SS_SECONDS in f)
             lines.append(TimeLine(target, workload, params, (
                 f"{where}: steady within the run in {len(steady)} of {len(case)} run(s) "
-                f"({rule}); fio stopped them after {stopped:.1f} s (median){extra}")))
+                f"({rule}); fio stopped them after {stopped:.1f} s (median){extra}"
+                f"{_resolution(steady, spec)}")))
             continue
         last = figures[-1]
         warnings.append(ReportWarning(
@@ -143,6 +146,21 @@ def _within_runs(runs: Sequence[RunResult], spec: SteadySpec,
             "runtime; run longer or precondition the device",
             target, workload, params, spec.metric))
     return Steadiness(lines, warnings, frozenset())
+
+
+def _resolution(figures: Sequence[dict[str, float]], spec: SteadySpec) -> str:
+    """What the window could tell (issue 32): "; over 5 s at this noise only a drift of
+    14 % or more could be told from the noise (median of the runs)", when that is more
+    than the slope limit; empty for windows that see the limit."""
+    smallest = [f[SS_SMALLEST_DRIFT] for f in figures if SS_SMALLEST_DRIFT in f]
+    if not smallest or statistics.median(smallest) <= spec.slope * 100:
+        return ""
+    told = statistics.median(smallest)
+    if told >= 100:
+        return (f"; at this noise a {spec.window} s window cannot tell a drift from the "
+                "noise (the runs' median): a longer window can")
+    return (f"; over {spec.window} s at this noise only a drift of {told:.0f} % or more could "
+            "be told from the noise (the runs' median): a longer window tells smaller ones")
 
 
 def _pct_of(value: float | None) -> str:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.core import metricinfo as metrics
+from volbench.core import syncmode
 from volbench.core.model import Params
 from volbench.core.units import format_duration, format_size, format_value, parse_size
+from volbench.report import readable
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.percentiles import PERCENTILES
@@ -60,10 +62,13 @@ def metric_cell(s: CaseSummary) -> str:
     return f"{s.metric} {other}" if other else s.metric
 
 
-def interval_text(ci: Interval | None, unit: str) -> str:
+def interval_text(ci: Interval | None, unit: str, values: Sequence[float] = ()) -> str:
+    """"[52.1k op/s, 54.6k op/s]"; "… too wide" when it reaches ten times beyond the
+    runs `values` (a "too-wide" warning says why: report/readable.py)."""
     if ci is None:
         return "—"
-    return f"[{format_value(ci.low, unit)}, {format_value(ci.high, unit)}]"
+    text = f"[{format_value(ci.low, unit)}, {format_value(ci.high, unit)}]"
+    return f"{text} too wide" if readable.summary_too_wide(ci, values) else text
 
 
 def _shown(s: CaseSummary, wanted: Sequence[str] | None, workload: str | None = None) -> bool:
@@ -111,8 +116,9 @@ def summary_table(report: Report, wanted: Sequence[str] | None = None,
         sm = s.summary
         label = case_label(s.params, report.varying_params(s.workload))
         rows.append((s.target, s.workload, label, metric_cell(s), s.op, str(sm.n),
-                     format_value(sm.mean, s.unit), interval_text(sm.mean_ci, s.unit),
-                     format_value(sm.median, s.unit), interval_text(sm.median_ci, s.unit),
+                     format_value(sm.mean, s.unit), interval_text(sm.mean_ci, s.unit, s.values),
+                     format_value(sm.median, s.unit),
+                     interval_text(sm.median_ci, s.unit, s.values),
                      format_value(sm.min, s.unit), format_value(sm.max, s.unit),
                      format_value(sm.stdev, s.unit),
                      "—" if sm.cv is None else f"{sm.cv * 100:.1f} %"))
@@ -145,7 +151,10 @@ def headline_table(report: Report, wanted: Sequence[str] | None = None) -> Table
         return None
     table = verdict_table(report, wanted, chosen)
     title = f"Headline: each target vs {report.baseline}" if report.baseline else "Headline"
-    return Table(f"{title} ({HEADLINE_RULE})", table.headers, table.rows, table.raw,
+    rule = HEADLINE_RULE
+    if any(syncmode.of(v.candidate.params).syncs for v in chosen):
+        rule += "; for a commit: sync latency and syncs/s"
+    return Table(f"{title} ({rule})", table.headers, table.rows, table.raw,
                  table.numeric, table.classes)
 
 

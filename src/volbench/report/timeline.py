@@ -7,8 +7,8 @@ per window (`window` = burst | warmup | sustained) and `burst_seconds` / `warmup
 - `on_sustained(runs)`: the runs as the verdicts see them — a whole-run metric replaced by
   its sustained window where the run has one (a flat run is sustained throughout), so a
   disk is judged on the level it keeps, not on how much of its burst fit into the run;
-- `time_lines`: one line per case that bursts or warms up, "bursty: 2,480 IOPS for 24 s,
-  then 501 IOPS sustained; compared on sustained";
+- `agrees` / `agreed`: whether a case's runs tell one story (the lines in words are
+  report/timestory.py's);
 - `ended_inside`: a flat run measured at another run's burst (or warm-up) level on the
   same case: it never left that window, and the warning says how long a run must be;
 - `refills`: burst lengths that differ run to run: the credit bucket refilled in the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from volbench.core import metricinfo
@@ -35,7 +35,7 @@ from volbench.core.model import (
 )
 from volbench.core.units import format_value
 from volbench.report.checks import ReportWarning, describe_case
-from volbench.stats.changepoint import long_run_sigma
+from volbench.stats.changepoint import MIN_CHANGE, regimes
 
 WINDOW = "window"
 SECONDS = {"burst_seconds": "burst", "warmup_seconds": "warmup"}
@@ -56,7 +56,8 @@ CaseOp = tuple[str, str, str, str]  # target, workload, params key, op
 
 @dataclass(frozen=True)
 class RunRegime:
-    """One run's early window (burst or warm-up) against its sustained level."""
+    """One run's early window (burst or warm-up) against its sustained level, with the
+    levels' intervals within the run when its series still gives the same window."""
 
     index: int  # position in the runs
     kind: str
@@ -65,6 +66,8 @@ class RunRegime:
     unit: str
     early: float
     sustained: float
+    early_ci: tuple[float, float] | None = None
+    sustained_ci: tuple[float, float] | None = None
 
 
 def _key(run: RunResult, op: str) -> CaseOp:
@@ -84,9 +87,22 @@ def _regime(index: int, run: RunResult, seconds: Metric) -> RunRegime | None:
     for name in RATES:
         if (name, kind) in levels and (name, "sustained") in levels:
             early, unit = levels[(name, kind)]
+            cis = _intervals(run, name, tags, kind)
             return RunRegime(index, kind, float(seconds.value or 0.0), name, unit, early,
-                             levels[(name, "sustained")][0])
+                             levels[(name, "sustained")][0], *cis)
     return None
+
+
+def _intervals(run: RunResult, name: str, tags: Mapping[str, str], kind: str
+               ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The early and sustained levels' intervals within the run (stats.arnoise), from
+    its stored series, when the detector finds the same kind of window there again."""
+    for s in run.parsed.series:
+        if s.name == name and dict(s.tags) == dict(tags) and s.points:
+            found = regimes([v for _, v in s.points])
+            if found.kind == kind:
+                return found.early_interval, found.sustained_interval
+    return None, None
 
 
 def run_regimes(runs: Sequence[RunResult]) -> dict[CaseOp, list[RunRegime]]:
@@ -111,9 +127,9 @@ def on_sustained(runs: Sequence[RunResult]) -> list[RunResult] | None:
     """The runs with each whole-run metric replaced by its sustained window, where there is
     one, and the window metrics left out; None when no run has windows.
 
-    A comparable metric of a windowed operation that has no per-second series (fio's mean
-    latency and percentiles) is left out too: its whole-run figure mixes burst and
-    sustained, and judging it would contradict "compared on sustained". Only cases whose
+    A comparable metric of a windowed operation that has no window of its own (latency
+    percentiles other than fio's p99) is left out too: its whole-run figure mixes burst
+    and sustained; the time line names it (report/timestory.py). Only cases whose
     runs agree on their windows (agrees) are judged on sustained levels; the others on
     whole-run means, their window metrics left out all the same."""
     out: list[RunResult] = []
@@ -179,10 +195,15 @@ def _majority(found: Sequence[RunRegime]) -> list[RunRegime]:
 
 def agrees(runs: Sequence[RunResult], key: CaseOp, found: Sequence[RunRegime]) -> bool:
     """Whether a case's runs tell one story: a single run, its detector decided; several,
-    more than half show the same kind of window (or ended inside it: flat at its early
-    level), at lengths within AGREE_SPREAD of each other or at the same levels (within
-    SAME_LEVEL: a bucket that refilled more or less in the pauses). Otherwise the windows are the
-    per-second noise of a busy host, and the case is judged on whole-run means."""
+    more than half show the same kind of window (or ended inside it: see _inside), at
+    lengths within AGREE_SPREAD of each other or at the same levels (within SAME_LEVEL: a
+    bucket that refilled more or less in the pauses). Otherwise the windows are the
+    per-second noise of a busy host, and the case is judged on whole-run means.
+
+    A majority of runs that each show the window can only lower the per-run false rate
+    (p at most 5 %: 3p^2 - 2p^3 with 3 runs). Before issue 32, flat runs within 10 % of one
+    false window's early level counted as "ended inside" it, and flat cases of 30 s runs
+    got a story in 10-13 % (3 and 5 runs) where single runs did in 6-7 %."""
     total = _runs_of(runs, key)
     if len(total) <= 1:
         return bool(found)
@@ -204,87 +225,36 @@ def agreed(runs: Sequence[RunResult]) -> dict[CaseOp, list[RunRegime]]:
 
 def _inside(runs: Sequence[RunResult], key: CaseOp,
             found: Sequence[RunRegime]) -> list[tuple[int, float]]:
-    """(index, level) of the case's flat runs measured at the windows' early level."""
+    """(index, level) of the case's flat runs that ended inside the windows: no longer
+    than the longest window (a longer run would have seen it end), at the early level
+    (within SAME_LEVEL) and clearly not at the sustained one (MIN_CHANGE or more from
+    it, nearer the early level). A flat run as long as the others cannot have ended
+    inside a window they left: on a flat disk, whose runs are alike, this never counts."""
     ref = found[0]
     early = _median([r.early for r in found])
+    sustained = _median([r.sustained for r in found])
+    longest = max(r.seconds for r in found)
     out = []
     for index in _runs_of(runs, key):
         if any(r.index == index for r in found):
             continue
         level = _flat_level(runs[index], ref.metric, key[3])
-        if level is not None and abs(level - early) <= SAME_LEVEL * early:
+        if level is None or _length(runs[index], ref.metric, key[3]) > longest:
+            continue
+        near = abs(level - early) <= SAME_LEVEL * early
+        apart = (abs(level - sustained) >= MIN_CHANGE * max(level, sustained)
+                 and abs(level - sustained) > abs(level - early))
+        if near and apart:
             out.append((index, level))
     return out
 
 
-def _noise(runs: Sequence[RunResult], key: CaseOp, metric: str) -> str:
-    """The per-second series' spread and dependence over the case's runs (medians)."""
-    cvs, phis = [], []
-    for index in _runs_of(runs, key):
-        for s in runs[index].parsed.series:
-            values = [v for _, v in s.points]
-            if s.name != metric or s.tags.get("op", "") != key[3] or len(values) < 5:
-                continue
-            mean = statistics.fmean(values)
-            if mean > 0:
-                cvs.append(statistics.stdev(values) / mean)
-                phis.append(long_run_sigma([v - mean for v in values])[1])
-    if not cvs:
-        return ""
-    return (f"; per-second {metric} varies {_median(cvs):.0%} (CV, median of the runs), "
-            f"AR(1) {_median(phis):.2f}")
-
-
-def noisy_lines(runs: Sequence[RunResult], labels: Mapping[str, list[str]]) -> list[TimeLine]:
-    """Cases whose runs show windows but do not agree on them: no story, say how noisy."""
-    out = []
-    for key, found in run_regimes(runs).items():
-        if agrees(runs, key, found):
-            continue
-        first = runs[found[0].index]
-        total = len(_runs_of(runs, key))
-        kinds = ", ".join(f"{'burst' if k == 'burst' else 'warm-up'} in {n}"
-                          for k, n in sorted(_count(r.kind for r in found).items()))
-        op = f" {key[3]}" if key[3] else ""
-        text = (f"no burst or warm-up the runs agree on{op} ({kinds} of {total} runs, at "
-                f"{', '.join(f'{r.seconds:.0f} s' for r in found)})"
-                f"{_noise(runs, key, found[0].metric)}: compared on whole-run means")
-        case = describe_case(first.target, first.workload, _label(first, labels))
-        out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
-    return out
-
-
-def _count(items: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return counts
-
-
-def time_lines(runs: Sequence[RunResult], regimes: Mapping[CaseOp, list[RunRegime]],
-               labels: Mapping[str, list[str]]) -> list[TimeLine]:
-    """"bursty: 2,480 IOPS for 24 s, then 501 IOPS sustained; compared on sustained" for
-    each case whose runs agree; for the others, how noisy the per-second series is."""
-    out = []
-    for key, found in regimes.items():
-        if not agrees(runs, key, found):
-            continue
-        first = runs[found[0].index]
-        kind = _majority(found)[0].kind
-        same = [r for r in found if r.kind == kind]
-        unit = same[0].unit
-        level = level_text(_median([r.early for r in same]), unit)
-        seconds = _median([r.seconds for r in same])
-        sustained = level_text(_median([r.sustained for r in same]), unit)
-        total = len(_runs_of(runs, key))
-        share = "" if len(same) == total else f" (in {len(same)} of {total} runs)"
-        word = "bursty" if kind == "burst" else "warms up"
-        op = f" {key[3]}" if key[3] else ""
-        text = (f"{word}{op}: {level} for {seconds:.0f} s, then {sustained} sustained{share}; "
-                "compared on sustained (whole-run latencies, which mix both, are not judged)")
-        case = describe_case(first.target, first.workload, _label(first, labels))
-        out.append(TimeLine(first.target, first.workload, first.params, f"{case}: {text}"))
-    return out + noisy_lines(runs, labels)
+def _length(run: RunResult, metric: str, op: str) -> float:
+    """Seconds the run's per-second series of `metric` covers (its duration without one)."""
+    for s in run.parsed.series:
+        if s.name == metric and s.tags.get("op", "") == op and s.points:
+            return len(s.points)
+    return run.duration
 
 
 def level_text(value: float, unit: str) -> str:

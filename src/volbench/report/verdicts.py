@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from volbench.core import metricinfo as metrics
 from volbench.core.model import ExperimentRow
-from volbench.report import advice
+from volbench.report import advice, readable
 from volbench.report.cases import CaseSummary
 from volbench.report.family import HEADLINE, SAME, SECONDARY, Family, family_levels, roles
 from volbench.stats import (
@@ -265,9 +265,14 @@ def means_note(c: Comparison, means: MeanRatio | None) -> str:
     unsupported = c.verdict in (Verdict.BETTER, Verdict.WORSE) and (ci is None or 1.0 in ci)
     if not (apart or unsupported):
         return ""
-    bounds = "" if ci is None else \
-        f" [{_signed((ci.low - 1.0) * 100.0)}, {_signed((ci.high - 1.0) * 100.0)}]"
-    return f" (arithmetic means: {_signed((means.ratio - 1.0) * 100.0)} %{bounds})"
+    change = _signed((means.ratio - 1.0) * 100.0)
+    if ci is None:
+        return f" (arithmetic means: {change} %)"
+    low, high = _signed((ci.low - 1.0) * 100.0), _signed((ci.high - 1.0) * 100.0)
+    if readable.ratio_too_wide(ci):  # issue 32: "+300.5 % [-1000.9, +1602.4]"
+        return (f" (arithmetic means: {change} %; their interval, {low} % to {high} %, is "
+                "too wide to read)")
+    return f" (arithmetic means: {change} % [{low}, {high}])"
 
 
 def percent_of_baseline(c: Comparison) -> str:
@@ -277,7 +282,8 @@ def percent_of_baseline(c: Comparison) -> str:
 def ratio_interval(c: Comparison) -> str:
     if c.ratio_ci is None:
         return "—"
-    return f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"
+    text = f"[{c.ratio_ci.low * 100:.1f}, {c.ratio_ci.high * 100:.1f}]"
+    return f"{text} too wide" if readable.ratio_too_wide(c.ratio_ci) else text
 
 
 def change_text(c: Comparison) -> str:

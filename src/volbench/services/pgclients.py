@@ -194,7 +194,8 @@ def pgbench_clients(
             _unique([r.server for r in routes]), _unique([r.source for r in routes])
         )
         server = stack.enter_context(
-            postgres.cluster(config, ctx.scope, ctx.built, ctx.workdir, tcp=tcp)
+            postgres.cluster(config, ctx.scope, ctx.built, ctx.workdir, tcp=tcp,
+                             sandbox_user=ctx.sandbox_user)
         )
         listening = check_listeners(server.pid, server.port, tcp.listen)
         facts = {

@@ -43,7 +43,7 @@ from typing import Any
 
 from volbench.core.errors import ResourceError
 from volbench.core.model import digest
-from volbench.services import pgrole
+from volbench.services import pghba, pgrole, pgsettings
 from volbench.services.crashhooks import CrashHooks
 from volbench.services.pgstop import kill, stop
 from volbench.system import proc, procfs
@@ -67,7 +67,7 @@ DEFAULT_SETTINGS: dict[str, str] = {"shared_buffers": "128MB", "max_connections"
 # them (2 segments, ~1 MiB, 5 of 5 trials) with nothing naming them as this server's.
 # The cost: the kernel writes those pages back to the target now and then (measured in
 # docs/safety.md), against nothing left behind.
-FIXED = ("listen_addresses", "unix_socket_directories", "port", "dynamic_shared_memory_type")
+FIXED = pgsettings.FIXED
 # Settings read back from the running server and stored with every run.
 RECORDED = ("shared_buffers", "max_connections", "fsync", "synchronous_commit",
             "full_page_writes", "wal_level", "wal_sync_method", "wal_compression",
@@ -75,7 +75,6 @@ RECORDED = ("shared_buffers", "max_connections", "fsync", "synchronous_commit",
             "effective_cache_size", "work_mem", "maintenance_work_mem", "autovacuum",
             "effective_io_concurrency", "random_page_cost", "data_checksums", "huge_pages",
             "shared_memory_type", "server_version")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)?$")
 _UNIT_BYTES = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
@@ -130,43 +129,6 @@ def find_install(config: ClusterConfig) -> tuple[pgfind.Install, str]:
     return install, version
 
 
-def setting_problem(name: str) -> str | None:
-    """Why a setting name cannot be used, or None."""
-    if not _NAME.match(name):
-        return f"'{name}' is not a PostgreSQL setting name"
-    if name in FIXED:
-        return f"{name} is set by volbench to keep the cluster private"
-    if name in OUTSIDE:
-        return (f"{name} runs a command or puts the cluster's files outside its directory "
-                "on the target")
-    return None
-
-
-# The string settings of `postgres --describe-config` (PostgreSQL 15) that name a file,
-# directory, command or library, less the ones that stay inside the cluster: a server
-# started for a benchmark must not run commands, load code from a path, or write (or
-# take its configuration from) anywhere but its own directory on the target.
-OUTSIDE = ("archive_cleanup_command", "archive_command", "recovery_end_command",
-           "restore_command", "ssl_passphrase_command", "data_directory",
-           "external_pid_file", "hba_file", "ident_file", "dynamic_library_path",
-           "extension_destdir", "promote_trigger_file")
-# Libraries by name only (from PostgreSQL's own directory, e.g. pg_stat_statements).
-LIBRARIES = ("shared_preload_libraries", "local_preload_libraries",
-             "session_preload_libraries", "archive_library")
-# Relative to the cluster's directory; may not climb out of it.
-RELATIVE = ("log_directory", "log_filename")
-
-
-def value_problem(name: str, value: str) -> str | None:
-    """Why a setting's value would reach outside the cluster, or None."""
-    if name in LIBRARIES and "/" in value:
-        return f"{name} loads libraries by name only, not from a path ({value!r})"
-    if name in RELATIVE and (value.startswith("/") or ".." in value.split("/")):
-        return (f"{name} must stay inside the cluster's directory on the target; "
-                f"{value!r} does not")
-    return None
-
-
 @dataclass(frozen=True)
 class TcpAccess:
     """TCP for clients on other hosts: the addresses the server listens on (never a
@@ -176,13 +138,9 @@ class TcpAccess:
     clients: tuple[str, ...]
 
     def hba_lines(self) -> list[str]:
-        """pg_hba.conf: the unix socket for volbench itself, TCP only from the clients."""
-        lines = ["# volbench: the private unix socket, and TCP from the client hosts only",
-                 "local all all trust"]
-        for client in self.clients:
-            bits = ipaddress.ip_address(client).max_prefixlen
-            lines.append(f"host all all {client}/{bits} trust")
-        return lines
+        """pg_hba.conf: the unix socket through the peer map, TCP only from the clients
+        (services/pghba.py)."""
+        return pghba.hba_lines(self.clients)
 
 
 def tcp_problem(address: str) -> str | None:
@@ -223,10 +181,12 @@ class Server:
 
 @contextmanager
 def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
-            tcp: TcpAccess | None = None) -> Iterator[Server]:
+            tcp: TcpAccess | None = None, sandbox_user: str | None = None) -> Iterator[Server]:
     """Create, start and (always) stop and delete a cluster with its data on `built`.
 
-    With `tcp` the server also listens on those addresses for those clients only."""
+    With `tcp` the server also listens on those addresses for those clients only.
+    `sandbox_user`: the system user the run's pgbench runs as (system/sandbox.py): it
+    may enter the socket directory and be the benchmark role, nothing more (pghba.py)."""
     if os.geteuid() != 0:
         raise ResourceError("the PostgreSQL server runs as the postgres user, which only "
                             "root can start: run volbench as root")
@@ -238,7 +198,7 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
     # initdb and the server run as postgres: they must reach their own programs too.
     check_reachable(bindir)
     recipe = Recipe(tracker=scope)
-    home = _private_dir(scope, workdir / "postgres")
+    home = _private_dir(scope, workdir / "postgres", sandbox_user)
     datadir = make_tree(scope, built.path / f"volbench-pgdata-{uuid.uuid4().hex[:8]}")
     _give_to_postgres(datadir)
     check_reachable(datadir)
@@ -246,8 +206,7 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
                 *initdb_args(pgfind.major(version))],
                timeout=300, user=PG_USER, cwd=home,
                hint="see the initdb message above; the data directory is on the target")
-    if tcp is not None:
-        _write_hba(datadir, tcp, recipe)
+    _write_access(datadir, tcp, sandbox_user, recipe)
     entry = scope.add("postgres", datadir=str(datadir), home=str(home))
     server: proc.Background | None = None
     running: _Running | None = None
@@ -329,13 +288,17 @@ def _port_of(argv: list[str]) -> str:
     raise ResourceError("the PostgreSQL command line has no port")
 
 
-def _private_dir(scope: Scope, path: Path) -> Path:
-    """Log, facts and the socket directory: readable by all, the socket only by postgres."""
+def _private_dir(scope: Scope, path: Path, sandbox_user: str | None = None) -> Path:
+    """Log, facts and the socket directory: readable by all, the socket only by postgres
+    and (mode 0710, its group) the run's sandbox user."""
     home = make_tree(scope, path)
     home.chmod(0o755)
     sock = home / "sock"
     sock.mkdir(mode=0o700)
     _give_to_postgres(sock)
+    if sandbox_user is not None:
+        os.chown(sock, -1, pwd.getpwnam(sandbox_user).pw_gid)
+        sock.chmod(0o710)
     check_reachable(sock)
     return home
 
@@ -457,15 +420,15 @@ def _describe(bindir: Path, home: Path, port: int, config: ClusterConfig, built:
             "cgroup": str(built.cgroup) if built.cgroup else None}
 
 
-def _write_hba(datadir: Path, tcp: TcpAccess, recipe: Recipe) -> None:
-    """Replace initdb's pg_hba.conf (which trusts 127.0.0.1 and ::1) with the clients only."""
-    for address in (*tcp.listen, *tcp.clients):
+def _write_access(datadir: Path, tcp: TcpAccess | None, sandbox_user: str | None,
+                  recipe: Recipe) -> None:
+    """Replace initdb's pg_hba.conf (which trusts every local user as any role, and
+    127.0.0.1 and ::1) and pg_ident.conf with volbench's (services/pghba.py)."""
+    for address in (*tcp.listen, *tcp.clients) if tcp is not None else ():
         problem = tcp_problem(address)
         if problem:
             raise ResourceError(f"PostgreSQL cannot use TCP address {address}: {problem}")
-    hba = datadir / "pg_hba.conf"
-    hba.write_text("\n".join(tcp.hba_lines()) + "\n")  # keeps initdb's owner and mode
-    recipe.note(f"wrote {hba}: " + "; ".join(tcp.hba_lines()[1:]))
+    pghba.write(datadir, tcp.clients if tcp is not None else (), sandbox_user, recipe)
 
 
 def unit_bytes(unit: str) -> int:

@@ -33,16 +33,17 @@ longer stall in mid-run is a dip, not an early window, and is left to stats.seri
 
 Real per-second series are not independent (issue 21): a busy host makes them wander
 (AR(1) noise), runs stall and end raggedly. So, before a shift is a regime:
-- stalls are set aside first (`stall_spans`: near-zero seconds of any length, dips below
-  half the local level of up to 5 s), never a level and never an early window;
+- stalls are set aside first (stats.stallspans: near-zero seconds of any length, dips
+  below half the local level of up to 5 s), never a level and never an early window;
 - the sustained level is the last segment of 5 s or more: shorter ones after it are the
   run's end (a partial last second, jobs finishing one by one, a final flush);
 - the early window must differ from the sustained level by `min_change` (10 %), last
-  `min_size` (3 s) or more, and be significant under the series' own dependence: the
-  difference of the two means is at least CRITICAL (6) standard errors, the errors from
-  the long-run variance of an AR(1) fitted to the windows (`shift_significant`). 6, not
-  1.96: the boundary is where the difference looks largest, and phi from one minute of
-  seconds is biased low; with 5, 6 % of flat AR(1) 0.9 series at cv 15 % were flagged.
+  `min_size` (3 s) or more, and be significant under the series' own dependence
+  (issue 32, stats.arnoise): the difference of the windows' mean logs over its exact
+  AR(1) standard error at least `arnoise.critical(n)`, a critical value by run length
+  calibrated on flat series up to AR(1) 0.9 at CV 15 %; the early window ends, of the
+  leading segments, where that difference is clearest;
+- a series under MIN_SECONDS (10 s) is too short to judge.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from volbench.stats import arnoise
+from volbench.stats.stallspans import stall_spans
 from volbench.stats.validation import StatisticsInputError, finite_sample
 
 BURST, WARMUP, FLAT, TOO_SHORT = "burst", "warmup", "flat", "too short"
@@ -61,25 +64,17 @@ PENALTY = 6.0
 NOISE_FLOOR = 0.005
 MIN_SIZE = 3
 MIN_CHANGE = 0.10
+# The shortest series the detector judges (issue 32): a 4 s early window, the second that
+# straddles the change and the 5 s (TAIL_SECONDS) its noise is measured on. From here its
+# stated rates hold (docs/time.md: flat runs flagged at most 5 % up to AR(1) 0.9 and CV
+# 15 %, a 3x burst of 4 s found in 96 % or more even then); a shorter run is "too short",
+# and the report says so.
+MIN_SECONDS = 10
 # Longer series are segmented on block means (see regimes).
 MAX_POINTS = 600
-# Stalls: seconds below STALL_LEVEL of the run's median, or a dip below DIP_LEVEL of it for
-# at most MAX_DIP seconds. They are set aside, never a level (a longer slow stretch is one).
-STALL_LEVEL = 0.10
-DIP_LEVEL = 0.50
-# In a long slow stretch, a second below this share of the run's level completed next to
-# nothing: a stall (an outage) whatever the stretch's own level.
-NOTHING_LEVEL = 0.01
-MAX_DIP = 5
-# A second's neighbourhood for the stall levels: this many seconds either side.
-LOCAL = 15
 # The sustained segment is the last one at least this long; shorter ones after it are the
 # run's end (a partial last second, jobs finishing one by one, a final flush).
 TAIL_SECONDS = 5
-# A shift counts when |early - sustained| is this many standard errors of the difference,
-# the errors taken from the series' own long-run variance (AR(1)); chosen on the seeded
-# simulation in bench/changepoint_rates.py (see shift_significant).
-CRITICAL = 6.0
 # AR(1) coefficients are capped here: above it a series is a random walk to any test.
 MAX_PHI = 0.95
 
@@ -117,6 +112,10 @@ class Regimes:
     # window (exclusive): the seconds after it are the run's end.
     stalls: tuple[tuple[int, int], ...] = ()
     end: int = -1
+    # (low, high) of the early and the sustained level (stats.arnoise.level_intervals),
+    # None for a flat run.
+    early_interval: tuple[float, float] | None = None
+    sustained_interval: tuple[float, float] | None = None
 
     def early_indexes(self) -> list[int]:
         """The seconds the early level is the mean of (stalls left out)."""
@@ -158,67 +157,10 @@ def noise_sigma(values: Sequence[float]) -> float:
     return 1.4826 * mad / math.sqrt(2.0)
 
 
-def stall_spans(values: Sequence[float]) -> list[tuple[int, int]]:
-    """Stalled seconds as [start, end) spans, each second judged against its neighbourhood
-    (the median of the LOCAL seconds either side, so a stall inside a burst is one too,
-    or the run's median where that is higher):
-    below STALL_LEVEL of it (any length: nothing completed, an outage), or below DIP_LEVEL
-    of it for at most MAX_DIP seconds in a row (a short dip: a run's start or end, a
-    hiccup)."""
-    n = len(values)
-    # An outage longer than LOCAL would pull its own neighbourhood down: the run's median
-    # is the least a second is judged against.
-    whole = statistics.median(values)
-    local = [max(whole, statistics.median(values[max(0, i - LOCAL) : i + LOCAL + 1]))
-             for i in range(n)]
-    out: list[tuple[int, int]] = []
-    i = 0
-    while i < n:
-        if not values[i] < DIP_LEVEL * local[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and values[j] < DIP_LEVEL * local[j]:
-            j += 1
-        if j - i <= MAX_DIP:
-            out.append((i, j))
-        else:  # a long slow stretch is a regime; only its near-zero seconds are stalls
-            out.extend(_below(values, local, i, j))
-        i = j
-    return out
-
-
-def _below(values: Sequence[float], local: Sequence[float], start: int,
-           end: int) -> list[tuple[int, int]]:
-    """The stalled seconds of a long slow stretch. A stretch whose own median is near
-    zero is an outage (with a trickle of late completions): its seconds under
-    STALL_LEVEL of the run's level are stalls. A stretch with a level of its own is a
-    regime (a warm-up, a degraded phase): only seconds near zero against that level, or
-    next to nothing against the run's, are stalls. Judged against the run's level alone,
-    the first seconds of a steep warm-up (a fresh thin volume in the lab: 136, 143, 167,
-    199 IOPS, then up to 2,048) were stalls and the warm-up was cut short."""
-    own = statistics.median(values[start:end])
-    outage = all(own < STALL_LEVEL * local[k] for k in range(start, end))
-
-    def stalled(k: int) -> bool:
-        if outage:
-            return values[k] < STALL_LEVEL * local[k]
-        return values[k] < max(STALL_LEVEL * own, NOTHING_LEVEL * local[k])
-
-    out: list[tuple[int, int]] = []
-    i = start
-    while i < end:
-        j = i
-        while j < end and stalled(j):
-            j += 1
-        if j > i:
-            out.append((i, j))
-        i = max(j, i + 1)
-    return out
-
-
 def long_run_sigma(residuals: Sequence[float]) -> tuple[float, float]:
-    """(sigma of the mean's noise per sample, AR(1) phi) of zero-mean residuals.
+    """(sigma of the mean's noise per sample, AR(1) phi) of zero-mean residuals: how
+    noisy and how dependent a run's seconds are, for the report's words (the detector's
+    own test is stats.arnoise's).
 
     The long-run variance of an AR(1) series is sigma^2 (1 + phi) / (1 - phi): the
     variance of a mean of m dependent seconds is that over m. phi is the lag-1
@@ -234,33 +176,6 @@ def long_run_sigma(residuals: Sequence[float]) -> tuple[float, float]:
     phi = lag / var
     phi = min(MAX_PHI, max(0.0, phi + (1 + 3 * phi) / n))
     return math.sqrt(var * (1 + phi) / (1 - phi)), phi
-
-
-def shift_significant(early: Sequence[float], sustained: Sequence[float]) -> bool:
-    """Whether two windows' means differ by CRITICAL standard errors or more, the errors
-    from the windows' second-to-second differences with the residuals' dependence
-    (long_run_sigma), at least the sustained window's own long-run spread, and a floor of
-    NOISE_FLOOR of the level. CRITICAL is far above 1.96 because the boundary was chosen
-    where the difference looks largest, and phi from a minute of seconds is biased low."""
-    if len(early) < 2 or len(sustained) < 2:
-        return False
-    a, b = statistics.fmean(early), statistics.fmean(sustained)
-    residuals = [*(v - a for v in early), *(v - b for v in sustained)]
-    _, phi = long_run_sigma(residuals)
-    # The second-to-second spread comes from the differences (robust: a ramp or a wild
-    # second does not inflate it), Var(x_t - x_t-1) = 2 sigma^2 (1 - phi); the long-run
-    # variance is then sigma^2 (1 + phi) / (1 - phi).
-    diffs = noise_sigma(early) ** 2 * len(early) + noise_sigma(sustained) ** 2 * len(sustained)
-    spread = 2 * diffs / (len(early) + len(sustained))
-    sigma = math.sqrt(spread * (1 + phi) / (2 * (1 - phi) ** 2))
-    # Heavy tails: the differences' MAD misses the wild seconds that the means carry; the
-    # settled window's own residuals see them (and no ramp's shape).
-    sigma = max(sigma, long_run_sigma([v - b for v in sustained])[0])
-    sigma = max(sigma, NOISE_FLOOR * max(abs(a), abs(b)))
-    if sigma == 0.0:
-        return a != b
-    error = sigma * math.sqrt(1 / len(early) + 1 / len(sustained))
-    return abs(a - b) >= CRITICAL * error
 
 
 def median3(values: Sequence[float]) -> list[float]:
@@ -346,17 +261,16 @@ def regimes(
 ) -> Regimes:
     """Find the level shifts in a per-second series and name the run's regime.
 
-    Stalls (seconds below `STALL_LEVEL` of the median, or below `DIP_LEVEL` of it for at
-    most `MAX_DIP` seconds) are set aside first: they are reported in `stalls`, never a
+    Stalls (stats.stallspans) are set aside first: they are reported in `stalls`, never a
     level. The sustained level is the last segment of `TAIL_SECONDS` or more; shorter
     segments after it are the run's end (the last partial second, jobs finishing one by
-    one) and judge nothing. The early window is the longest leading run of segments all
-    above it (burst) or all below it (warmup) by `min_change`, `min_size` seconds or
-    longer; it is kept only when the shift is significant under the series' own
-    dependence (`shift_significant`). A series shorter than 2 * min_size + 1 samples
-    cannot show two regimes: kind "too short". Beyond MAX_POINTS samples the segments are
+    one) and judge nothing. The early window is taken from the leading run of segments
+    all above it (burst) or all below it (warmup) by `min_change`, and ends where the
+    shift is clearest (the largest stats.arnoise.shift_z); it is kept when it lasts
+    `min_size` seconds or longer and that shift_z reaches arnoise.critical(n). A series
+    shorter than MIN_SECONDS is "too short". Beyond MAX_POINTS samples the segments are
     found on means of k = ceil(n / MAX_POINTS) samples, the boundary then placed on the
-    raw samples.
+    raw samples. The levels come with intervals (`early_interval`, `sustained_interval`).
     """
     if not values:
         return Regimes(TOO_SHORT, (), 0, None, 0.0, 0.0, 0)
@@ -366,7 +280,7 @@ def regimes(
     if min_size < 1:
         raise StatisticsInputError(f"min_size must be at least 1, got {min_size!r}")
     n = len(sample)
-    if n < 2 * min_size + 1:
+    if n < max(2 * min_size + 1, MIN_SECONDS):
         return Regimes(TOO_SHORT, (Segment(0, n, statistics.fmean(sample)),), 0, None, 0.0,
                        statistics.fmean(sample), n)
     stalled = stall_spans(sample)
@@ -376,30 +290,89 @@ def regimes(
         return flat
     series = [sample[i] for i in kept]
     segs = _segment(series, min_change, min_size, penalty)
+    found = _candidate(series, segs, min_change, min_size, kept)
+    if found is None or found.z < arnoise.critical(len(series)):
+        return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
+    boundary, tail = found.boundary, found.tail
+    early_ci, sustained_ci = arnoise.level_intervals(
+        series[:boundary], series[boundary + 1 : tail],
+        (kept[:boundary], kept[boundary + 1 : tail]))
+    return Regimes(found.kind, tuple(_on_seconds(segs, kept, n)), kept[boundary],
+                   found.early_level, found.seconds, found.sustained_level, n,
+                   tuple(stalled), kept[tail - 1] + 1, early_ci, sustained_ci)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The early window the detector would report, before its significance is judged:
+    kept seconds [0, boundary) against [boundary + 1, tail), and shift_z of the two."""
+
+    kind: str
+    boundary: int
+    tail: int
+    early_level: float
+    sustained_level: float
+    seconds: float
+    z: float
+
+
+def candidate(values: Sequence[float], *, min_change: float = MIN_CHANGE,
+              min_size: int = MIN_SIZE, penalty: float = PENALTY) -> Candidate | None:
+    """The early window of a series with its stalls set aside, and its shift_z, or None
+    when there is none to judge (for the calibration of arnoise.critical)."""
+    sample = finite_sample(values, "values")
+    kept = _kept_indexes(len(sample), stall_spans(sample))
+    if len(kept) < 2 * min_size + 1:
+        return None
+    series = [sample[i] for i in kept]
+    return _candidate(series, _segment(series, min_change, min_size, penalty), min_change,
+                      min_size, kept)
+
+
+def _candidate(series: Sequence[float], segs: Sequence[Segment], min_change: float,
+               min_size: int, kept: Sequence[int]) -> Candidate | None:
     last = _sustained_segment(segs)
     side, early = _leading(segs, last, min_change)
     if early == 0:
-        return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
-    k = math.ceil(len(series) / MAX_POINTS)
-    boundary = segs[early].start
-    if k > 1:  # the block holding the change may have gone to the sustained side
-        boundary = _advance(series, boundary, segs[early].end, k)
-    boundary = _refine(series, boundary, min_size * k)
+        return None
     tail = segs[last].end
+    # Of the leading segments (each min_change off the last one), the early window ends
+    # where the run is most clearly off its sustained level (the largest shift_z). Taking
+    # them all mixed both levels where a wandering sustained level splits into segments
+    # that differ from the last one by min_change too (issue 32: a 3x burst under AR(1)
+    # 0.9 noise was found in 70 % of runs).
+    found = [c for step in range(1, early + 1)
+             if (c := _window(series, segs, step, tail, side, min_change, min_size, kept))]
+    return max(found, key=lambda c: c.z, default=None)
+
+
+def _window(series: Sequence[float], segs: Sequence[Segment], step: int, tail: int,
+            side: int, min_change: float, min_size: int, kept: Sequence[int]
+            ) -> Candidate | None:
+    """The early window ending where segment `step` starts, with its shift_z; None when
+    it is shorter than min_size seconds or within min_change of the sustained level."""
+    boundary = segs[step].start
+    k = math.ceil(len(series) / MAX_POINTS)
+    if k > 1:  # the block holding the change may have gone to the sustained side
+        boundary = _advance(series, boundary, segs[step].end, k)
+    boundary = _refine(series, boundary, min_size * k)
+    # The noise is measured on the sustained seconds (stats.arnoise): a few seconds say
+    # nothing of it (with stalls set aside, 2-4 of them gave shift_z of 10 or more).
+    if boundary < 2 or tail - boundary - 1 < TAIL_SECONDS:
+        return None
     early_level = statistics.fmean(series[:boundary])
     # The first sustained second may straddle the change: the level is taken after it.
     sustained = statistics.fmean(series[boundary + 1 : tail])
     seconds = (boundary - 1 + _share(series[boundary - 1], early_level, sustained)
                + _share(series[boundary], early_level, sustained))
-    # A slow first second or two is the tool starting, not a regime; and a shift the noise
-    # of this very series could have made is no regime either.
-    if (seconds < min_size or not _differ(early_level, sustained, min_change)
-            or not shift_significant(series[:boundary], series[boundary + 1 : tail])):
-        return dataclasses.replace(flat, segments=tuple(_on_seconds(segs, kept, n)))
-    kind = BURST if side > 0 else WARMUP
-    end = kept[tail - 1] + 1
-    return Regimes(kind, tuple(_on_seconds(segs, kept, n)), kept[boundary], early_level,
-                   seconds, sustained, n, tuple(stalled), end)
+    # A slow first second or two is the tool starting, not a regime.
+    if seconds < min_size or not _differ(early_level, sustained, min_change):
+        return None
+    z = arnoise.shift_z(series[:boundary], series[boundary + 1 : tail],
+                        kept[boundary + 1] - kept[boundary - 1] - 1,
+                        (kept[:boundary], kept[boundary + 1 : tail]))
+    return Candidate(BURST if side > 0 else WARMUP, boundary, tail, early_level, sustained,
+                     seconds, z)
 
 
 def _leading(segs: Sequence[Segment], last: int, min_change: float) -> tuple[int, int]:

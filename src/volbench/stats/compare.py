@@ -121,6 +121,10 @@ class _Effect:
     baseline: list[float]
     band: tuple[float, float]  # equivalence band for the difference on this scale
     baseline_mean: float
+    # The lowest ratio there can be: 0 when no candidate value is negative (a rate with a
+    # stalled run at 0 has a ratio of at least 0; on the raw scale the interval's low end
+    # reached -76.7 %, "-176.7 %" as a change, issue 32), else None.
+    floor: float | None = None
 
     def to_ratio(self, difference: float) -> float:
         if self.scale is Scale.LOG:
@@ -129,7 +133,10 @@ class _Effect:
 
     def ratio_interval(self, welch: WelchTest, level: float) -> Interval:
         low, high = welch.interval(level)
-        return Interval(self.to_ratio(low), self.to_ratio(high), level)
+        low_ratio = self.to_ratio(low)
+        if self.floor is not None:
+            low_ratio = max(self.floor, low_ratio)
+        return Interval(low_ratio, self.to_ratio(high), level)
 
 
 def _effect(candidate: list[float], baseline: list[float], threshold: float) -> _Effect:
@@ -145,7 +152,8 @@ def _effect(candidate: list[float], baseline: list[float], threshold: float) -> 
             "baseline; compare absolute differences for metrics that can be zero or negative"
         )
     band = (-threshold * baseline_mean, threshold * baseline_mean)
-    return _Effect(Scale.RAW, candidate, baseline, band, baseline_mean)
+    return _Effect(Scale.RAW, candidate, baseline, band, baseline_mean,
+                   0.0 if min(candidate) >= 0.0 else None)
 
 
 def _check_settings(threshold: float, alpha: float, max_runs: int) -> None:
@@ -159,7 +167,7 @@ def _runs_range(
     effect: _Effect, alpha: float, design: SequentialDesign | None, start: int, max_runs: int
 ) -> RunsRange:
     """Runs per side that decide with 80 % power whatever the true difference, at the
-    observed spread and at its upper 80 % confidence bound (volbench.stats.power)."""
+    observed spread and at its upper 99.9 % confidence bound (volbench.stats.power)."""
     var_c = sample_variance(effect.candidate)
     var_b = sample_variance(effect.baseline)
     df = welch_satterthwaite_df(var_c, len(effect.candidate), var_b, len(effect.baseline))
@@ -180,7 +188,7 @@ def runs_needed(
     max_runs: int = DEFAULT_MAX_RUNS,
 ) -> int:
     """Runs per side at which the comparison is decided with 80 % power, whatever the
-    true difference, at the upper 80 % confidence bound of the spread
+    true difference, at the upper 99.9 % confidence bound of the spread
     (volbench.stats.power). Returns MIN_RUNS when a side has fewer than 2 values and
     `max_runs` when even that many would not do.
     """
@@ -333,7 +341,9 @@ def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
     """One line for a report, e.g. "latency lower by 12.3 % [9.8, 14.9] — better".
 
     EQUIVALENT reads "no difference beyond ±2 %"; INCONCLUSIVE says how many more runs
-    would decide ("inconclusive — about 7 more runs needed (10 per side)").
+    would decide ("inconclusive — about 7 more runs needed (10 per side)"), at the
+    spread's upper 99.9 % bound (stats.power), or that no number can be promised. The
+    number at the observed spread (`runs_needed_low`) is no promise and is not printed.
     """
     c = comparison
     label = metric_label.strip()
@@ -342,16 +352,15 @@ def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
         return f"{prefix}no difference beyond ±{c.threshold * 100:g} %"
     if c.verdict is Verdict.INCONCLUSIVE:
         runs = c.runs_needed if c.runs_needed is not None else MIN_RUNS
+        if c.runs_needed_capped and c.runs_needed_low is not None:
+            # The observed spread would decide within the cap, its upper bound would not:
+            # a number printed here is one the first runs' quiet look made (issue 32).
+            return (f"{prefix}inconclusive — no number of runs can be promised from "
+                    f"{min(c.n_candidate, c.n_baseline)} per side: their spread is too "
+                    "uncertain")
         if c.runs_needed_capped:
             return f"{prefix}inconclusive — more than {runs} runs per side needed"
-        fewest = min(c.n_candidate, c.n_baseline)
-        more = max(1, runs - fewest)
-        low = c.runs_needed_low
-        if low is not None and low < runs:
-            return (
-                f"{prefix}inconclusive — {max(1, low - fewest)}–{more} more runs needed "
-                f"({low}–{runs} per side)"
-            )
+        more = max(1, runs - min(c.n_candidate, c.n_baseline))
         plural = "run" if more == 1 else "runs"
         return f"{prefix}inconclusive — about {more} more {plural} needed ({runs} per side)"
     if c.ratio_ci is None:  # only hand-built Comparisons get here

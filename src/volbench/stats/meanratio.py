@@ -11,7 +11,10 @@ Fieller's interval (Fieller, *J. R. Statist. Soc. Suppl.* 7 (1940) 1–64; for t
 independent means e.g. Franz, *BMC Bioinformatics* 8 (2007) 95) is the set of R with
 (m_c − R·m_b)² ≤ t²·(s_c² + R²·s_b²), s² the squared standard errors; it is bounded when
 the baseline mean is itself significantly above 0 (m_b² > t²·s_b²), else unbounded (None).
-Degrees of freedom: Welch-Satterthwaite on the raw values.
+Degrees of freedom: Welch-Satterthwaite on the raw values. The low end is held at 0 when no
+candidate value is negative (the baseline mean is positive here): the set of R also holds
+negative ratios when the candidate's mean is not clear of 0, and a ratio of two
+non-negative means cannot be one ("-30.0 % [-160.1, +100.1]", issue 32).
 """
 
 from __future__ import annotations
@@ -58,4 +61,7 @@ def mean_ratio(candidate: Sequence[float], baseline: Sequence[float],
     half_b = m_c * m_b
     discriminant = half_b * half_b - a * (m_c * m_c - t2 * se2_c)
     root = math.sqrt(max(discriminant, 0.0))
-    return MeanRatio(ratio, Interval((half_b - root) / a, (half_b + root) / a, confidence))
+    low = (half_b - root) / a
+    if min(c) >= 0.0:  # a ratio of two non-negative means is never below 0 (issue 32)
+        low = max(0.0, low)
+    return MeanRatio(ratio, Interval(low, (half_b + root) / a, confidence))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,12 +23,15 @@ class Noise:
     """Multiplicative noise: the rate is level * (1 + e), e an AR(1) series with marginal
     coefficient of variation `cv` and lag-1 correlation `phi`; `heavy` draws the
     innovations from Student t3 (scaled to the same variance); `stalls` 1-5 s stalls
-    (the rate falls to 0-30 % of its level) at uniformly random places."""
+    (the rate falls to 0-30 % of its level) at uniformly random places; `busy` the share of
+    seconds another tenant takes 40 % of (slowed to 60 %, independently each second: the
+    busy host of bench/phase_rules.py)."""
 
     cv: float
     phi: float = 0.0
     heavy: bool = False
     stalls: int = 0
+    busy: float = 0.0
 
     @property
     def label(self) -> str:
@@ -35,7 +39,8 @@ class Noise:
         kind = "t3" if self.heavy else "normal"
         dep = f", AR {self.phi:g}" if self.phi else ", iid"
         stalls = f", {self.stalls} stall(s) of 1-5 s" if self.stalls else ""
-        return f"{kind}{dep}, cv {self.cv * 100:g} %{stalls}"
+        busy = f", busy host ({self.busy * 100:g} % of seconds at 60 %)" if self.busy else ""
+        return f"{kind}{dep}, cv {self.cv * 100:g} %{stalls}{busy}"
 
 
 def _innovation(rng: random.Random, heavy: bool) -> float:
@@ -52,12 +57,36 @@ def series(rng: random.Random, levels: Sequence[float], noise: Noise) -> list[fl
     for level in levels:
         out.append(max(0.0, level * (1 + e)))
         e = noise.phi * e + scale * _innovation(rng, noise.heavy)
+    if noise.busy:
+        out = [v * 0.6 if rng.random() < noise.busy else v for v in out]
     for _ in range(noise.stalls):
         length = rng.randint(1, 5)
         start = rng.randint(0, len(out) - length)
         for i in range(start, start + length):
             out[i] = out[i] * rng.uniform(0.0, 0.3)
     return out
+
+
+def ends_stalled(rng: random.Random, values: list[float]) -> list[float]:
+    """A 1-3 s stall (0-30 % of the level) in the first seconds and another in the last."""
+    out = list(values)
+    for side in (0, 1):
+        n = rng.randint(1, 3)
+        for i in range(n) if side == 0 else range(len(out) - n, len(out)):
+            out[i] *= rng.uniform(0.0, 0.3)
+    return out
+
+
+def fio_stop_window(values: Sequence[float], window: int, limit: float) -> list[float] | None:
+    """The window fio's `iops_slope` steady-state criterion stops on (fio's steadystate.c:
+    the least-squares slope of the last `window` samples, per second, under `limit` of
+    their mean): the first such window, or None when the run never holds it."""
+    for end in range(window, len(values) + 1):
+        w = list(values[end - window : end])
+        mean = statistics.fmean(w)
+        if mean > 0 and abs(statistics.linear_regression(range(window), w).slope) < limit * mean:
+            return w
+    return None
 
 
 def burst_levels(seconds: int, burst: int, high: float, low: float) -> list[float]:

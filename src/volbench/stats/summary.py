@@ -62,7 +62,11 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     (Olsson, *J. Statist. Education* 13 (2005)), which stays positive; simulated coverage
     94.2-96.8 % for lognormal and normal runs at CV 5-50 % and n = 3-10 where the
     Student-t interval went below zero in up to half of the 3-run cases at CV 50 %
-    (docs/statistics.md). Otherwise (zeros, negatives) Student's mean ± t·s/sqrt(n).
+    (docs/statistics.md). Otherwise (zeros, negatives) Student's mean ± t·s/sqrt(n), its
+    low end held at 0 when no value is negative: a sample without a negative value is a
+    quantity that cannot be one (a rate with a stalled run at 0: [-769, 2104] tx/s read as
+    nonsense, issue 32), and the true mean of such a quantity is never below 0, so the
+    interval covers it at least as often.
     """
     sample = finite_sample(values)
     check_probability(confidence, "confidence")
@@ -78,7 +82,8 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
         return Interval(math.exp(centre - half), math.exp(centre + half), confidence)
     mean = fmean(sample)
     half = t * math.sqrt(sample_variance(sample)) / math.sqrt(n)
-    return Interval(mean - half, mean + half, confidence)
+    low = mean - half if min(sample) < 0.0 else max(0.0, mean - half)
+    return Interval(low, mean + half, confidence)
 
 
 def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interval | None:

@@ -33,8 +33,10 @@ WINDOW_TAG = "window"
 SUSTAINED = "sustained"
 # Series that carry a run's rate, best first: the one the regime is decided on.
 RATE_SERIES = ("iops", "tps", "bw")
-# Per-second mean latency series, cut into window means weighted by the rate: name -> metric.
-LATENCY_SERIES = {"lat": "lat_mean"}
+# Per-second mean latency series, cut into window means weighted by the rate: name -> metric
+# (fio's `lat` log; pgbench's progress lines' `lat`, so a pgbench story judges its
+# sustained latency too rather than leaving it out, issue 32).
+LATENCY_SERIES = {"lat": "lat_mean", "latency_avg": "latency_avg"}
 SECONDS_METRIC = {BURST: "burst_seconds", WARMUP: "warmup_seconds"}
 
 

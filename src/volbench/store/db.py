@@ -59,6 +59,8 @@ class Store(Reads):
                 self.db.close()
                 raise
             return
+        if (problem := sqlitefile.path_problem(path, write=not read_only)) is not None:
+            raise StoreError(problem)
         if (read_only or not create) and not path.exists():
             raise StoreError(f"no results database at {path}; run an experiment first "
                              "(volbench run) or point --db at one")

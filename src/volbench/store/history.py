@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from volbench.config.fields import did_you_mean
+from volbench.core.errors import StoreError
 from volbench.core.metricinfo import HEADLINE, info
 from volbench.core.model import ExperimentRow, Status, canonical_json
 from volbench.stats import history as changes
@@ -74,6 +76,23 @@ class Line:
     points: tuple[Point, ...]
     change_points: tuple[changes.ChangePoint, ...]
     drift: float
+
+
+def _known(store: Store, filters: Filters) -> None:
+    """The experiment name or series key asked for exists in the store."""
+    found = store.experiments()
+    if filters.name is not None and filters.name not in {r.name for r in found}:
+        names = sorted({r.name for r in found})
+        raise StoreError(f"no experiment named '{filters.name}' in {store.path}; "
+                         + (did_you_mean(filters.name, names)
+                            or f"experiments there: {', '.join(names) or 'none'}"))
+    if filters.series is not None:
+        keys = sorted({str(r[0]) for r in store.db.execute(
+            "SELECT DISTINCT series FROM experiments") if r[0]})
+        if filters.series not in keys:
+            raise StoreError(f"no experiment with series: {filters.series} in {store.path}; "
+                             + (did_you_mean(filters.series, keys)
+                                or f"series keys there: {', '.join(keys) or 'none'}"))
 
 
 def _experiments(store: Store, filters: Filters) -> list[tuple[ExperimentRow, str, str]]:
@@ -167,10 +186,20 @@ def _ratio(candidate: list[float], baseline: list[float]) -> float | None:
 
 
 def build(store: Store, filters: Filters, metric: str | None = None) -> list[Line]:
-    """Every history line of the chosen experiments (see the module doc)."""
+    """Every history line of the chosen experiments (see the module doc). A name, series
+    key or metric that nothing in the store has is a StoreError naming it and what there
+    is (it used to read as "no measured runs match", exit 0)."""
+    _known(store, filters)
     chosen = _experiments(store, filters)
     ids = [row.id for row, _, _ in chosen]
-    name = _pick_metric({n for n, _ in store.metric_kinds(ids)}, metric) if ids else None
+    names = {n for n, _ in store.metric_kinds(ids)}
+    if metric is not None and ids and metric not in names:
+        shown = sorted(names)
+        listed = ", ".join(shown[:12]) + (f" … ({len(shown)} in all)" if len(shown) > 12
+                                          else "")
+        raise StoreError(f"no metric '{metric}' in the experiments followed; "
+                         + (did_you_mean(metric, shown) or f"metrics there: {listed or 'none'}"))
+    name = _pick_metric(names, metric) if ids else None
     if name is None:
         return []
     labels = {row.id: case_labels(row.document) for row, _, _ in chosen}

@@ -1,20 +1,19 @@
 """Where results go: an SQLite file (the default) or a PostgreSQL URL.
 
-`--db` and VOLBENCH_DB take either. A PostgreSQL location keeps the URL as given (libpq
-reads the password from it, from PGPASSWORD, PGPASSFILE or a service file) but prints
-only a redacted form: `str(location)` never contains the password, so no message,
-report or journal line built from it can leak one.
+`--db` and VOLBENCH_DB take either. A PostgreSQL location keeps the connection string as
+given (libpq reads the password from it, from PGPASSWORD, PGPASSFILE or a service file)
+but prints only a redacted form (redaction.py): `str(location)` never contains the
+password, so no message, report or journal line built from it can leak one.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from volbench.core.errors import VolbenchError
+from volbench.store import redaction
 
 ENV = "VOLBENCH_DB"
 DEFAULT_FILE = Path("volbench.db")
@@ -34,7 +33,7 @@ class PgLocation:
     database: str
 
     def __str__(self) -> str:
-        return redact(self.url)
+        return redaction.redact_conninfo(self.url)
 
     def where(self) -> str:
         """`host/database` for one-line messages."""
@@ -44,62 +43,53 @@ class PgLocation:
 Location = Path | PgLocation
 
 
-# `<scheme>://<user>:<password>@` anywhere in a text: a whole URL, `--db=URL`, a typo'd scheme
-# (postgresql+psycopg://, POSTGRESQL://). The password runs to the authority's last `@`
-# (before the first / ? # or blank), as urlsplit reads it; libpq stops at the first `@`,
-# which is a prefix of it, so either reading is covered.
-_USER_INFO = re.compile(r"([a-z][a-z0-9+.-]*://[^\s/?#@:]*):[^\s/?#]*@", re.I)
-# `password=` as a URL query parameter or a libpq keyword (after a blank or a start).
-_PASSWORD_PARAM = re.compile(r"((?:^|[?&;\s])password=)[^&\s]*", re.I)
-
-
-def redact(text: str) -> str:
-    """`text` (a URL, an argument, a message) with every URL password (user:PASSWORD@,
-    password=...) replaced by ***."""
-    return _PASSWORD_PARAM.sub(r"\1***", _USER_INFO.sub(r"\1:***@", text))
-
-
-def secrets(url: str) -> list[str]:
-    """The passwords a URL carries, as written and percent-decoded, longest first (for
-    scrubbing messages that quote them, such as libpq's "invalid percent-encoded token")."""
-    raw: list[str] = []
-    for found in re.finditer(r"://[^\s/?#@:]*:([^\s/?#]*)@", url):
-        whole = found.group(1)
-        raw += [whole, whole.split("@")[0]]  # urlsplit's reading and libpq's
-    raw += [m.group(1) for m in re.finditer(r"[?&]password=([^&]*)", url, re.I)]
-    found_all = {word for text in raw for word in (text, unquote(text)) if word}
-    return sorted(found_all, key=len, reverse=True)
-
-
-def scrub(text: str, url: str) -> str:
-    """`text` redacted, and without any password of `url` in it, as written or decoded."""
-    text = redact(text)
-    for secret in secrets(url):
-        text = text.replace(secret, "***")
-    return text
+# Redaction lives in redaction.py (libpq's own reading); these names stay for callers.
+redact = redaction.redact
+scrub = redaction.scrub
 
 
 def parse(text: str) -> Location:
-    """A file path, or a PostgreSQL location for a postgresql:// (postgres://) URL."""
-    if not text.startswith(SCHEMES):
-        if "://" in text:
-            raise LocationError(
-                f"--db {redact(text)}: unknown scheme; give a file path (results.db) or a "
-                "postgresql://user@host/database URL")
-        return Path(text)
+    """A file path, or a PostgreSQL location: a postgresql:// (postgres://) URL, or a
+    libpq key=value string (`host=… dbname=…`). Read with libpq's own rules (psycopg);
+    what libpq cannot read is refused here, in one line without its password."""
+    read = redaction.parse(text) if ("=" in text or "://" in text) else None
+    if text.startswith(SCHEMES) or (read is not None and "://" not in text):
+        if read is None:
+            raise LocationError(f"--db {redaction.redact_conninfo(text)}: {_why_not(text)}; "
+                                "write it as postgresql://user@host:5432/database (a "
+                                "password with @ / ? # or a blank percent-encoded: %40 %2F "
+                                "%3F %23 %20)")
+        redaction.remember(text)
+        return _pg_location(text, read)
+    if "://" in text:
+        raise LocationError(
+            f"--db {redaction.redact_conninfo(text)}: unknown scheme; give a file path "
+            "(results.db) or a postgresql://user@host/database URL")
+    return Path(text)
+
+
+def _why_not(text: str) -> str:
+    """libpq's own words on a connection string it cannot read, without its secrets."""
     try:
-        parts = urlsplit(text)
-        query = dict(parse_qsl(parts.query))
-        host = query.get("host") or parts.hostname or os.environ.get("PGHOST") or "localhost"
-    except ValueError as exc:
-        raise LocationError(f"--db {redact(text)}: {scrub(str(exc), text)}; write it as "
-                            "postgresql://user@host:5432/database") from None
-    database = parts.path.lstrip("/") or query.get("dbname") or os.environ.get(
-        "PGDATABASE", "")
-    if not database and "service" not in query and not os.environ.get("PGSERVICE"):
-        raise LocationError(f"--db {redact(text)}: no database name; add it after the host "
-                            "(postgresql://user@host/volbench)")
-    return PgLocation(text, host, database or query.get("service", ""))
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return ("a postgresql:// --db needs psycopg 3: pip install 'volbench[pg]' (or: "
+                "pip install 'psycopg[binary]')")
+    try:
+        conninfo_to_dict(text)
+    except Exception as exc:
+        return redaction.scrub(str(exc).strip().splitlines()[0], text)
+    return "libpq cannot read it"
+
+
+def _pg_location(text: str, read: dict[str, str]) -> PgLocation:
+    host = read.get("host") or read.get("hostaddr") or os.environ.get("PGHOST") or "localhost"
+    database = read.get("dbname") or os.environ.get("PGDATABASE", "")
+    service = read.get("service") or os.environ.get("PGSERVICE", "")
+    if not database and not service:
+        raise LocationError(f"--db {redaction.redact_conninfo(text)}: no database name; add "
+                            "it after the host (postgresql://user@host/volbench)")
+    return PgLocation(text, host, database or service)
 
 
 def resolve(given: str | None) -> Location:

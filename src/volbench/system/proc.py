@@ -128,9 +128,24 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for children: C locale so tools print parseable numbers."""
-    env = dict(os.environ)
+# Never passed on to children: the team store's URL (VOLBENCH_DB may carry a password)
+# and every libpq variable (PG*: PGPASSWORD, PGPASSFILE, PGSERVICEFILE, PGHOST, and
+# PGOPTIONS, whose `-c session_preload_libraries=…` would load a library into the
+# backend of volbench's own psql, which connects as the superuser). A `command`
+# workload's `env` output or a tool's message cannot show a password, and every
+# PostgreSQL program volbench starts connects exactly where its argv says (a command
+# workload that wants a libpq variable sets it in its `env:`).
+SECRET_ENV = ("VOLBENCH_DB",)
+
+
+def _passed_on(key: str) -> bool:
+    return key not in SECRET_ENV and not key.startswith("PG")
+
+
+def base_env(extra: Mapping[str, str] | None = None, inherit: bool = True) -> dict[str, str]:
+    """The environment for children: C locale so tools print parseable numbers; volbench's
+    own environment (less its secrets) unless `inherit` is False (sandboxed tools)."""
+    env = {k: v for k, v in os.environ.items() if _passed_on(k)} if inherit else {}
     env["LC_ALL"] = "C"
     env["LANG"] = "C"
     if extra:
@@ -299,6 +314,7 @@ def run(
     tracker: ProcessTracker | None = None,
     hint: str = "",
     keep_group: bool = False,
+    inherit_env: bool = True,
 ) -> Completed:
     """Run argv to completion.
 
@@ -308,6 +324,7 @@ def run(
     `cgroup` is a cgroup directory the child joins before exec (blkio throttling).
     `keep_group=True` leaves descendants running after the leader exits: only for
     commands that start daemons on purpose (pg_ctl start), which must be tracked separately.
+    `inherit_env=False`: the child sees only `env` (and the C locale, the command tag).
     """
     argv = [str(a) for a in argv]
     if _executor is not None:
@@ -324,8 +341,8 @@ def run(
         try:
             popen = subprocess.Popen(
                 argv, stdin=stdin, stdout=out, stderr=err, cwd=cwd,
-                env=base_env({**(env or {}), COMMAND_TAG: tag}), start_new_session=True,
-                preexec_fn=_preexec(_join_file(cgroup), _identity(user)),
+                env=base_env({**(env or {}), COMMAND_TAG: tag}, inherit_env),
+                start_new_session=True, preexec_fn=_preexec(_join_file(cgroup), _identity(user)),
             )
         except BaseException:
             hold.release()

@@ -99,6 +99,14 @@ class Invocation:
     # file): dropping the caches before it changes nothing it measures, so the run only
     # syncs (drop_caches costs 90-380 ms a run here, docs/architecture.md, Harness).
     uncached: bool = False
+    # Runs as the run's own unprivileged user in a sandbox that can write only `cwd` and
+    # `writable` (system/sandbox.py): for tools that need no root and read the user's
+    # code (pgbench's scripts). The runner refuses to start it outside one.
+    sandboxed: bool = False
+    writable: tuple[Path, ...] = ()
+    # Checks each of `files` again from the copy the tool will read, right before it
+    # starts (path, text -> what is wrong, or None): pgbench's scripts.
+    check: Callable[[Path, str], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,8 @@ class ServiceContext:
     built: Built
     # A private directory (outside the target) for sockets, logs and the like.
     workdir: Path
+    # The run's sandbox user (system/sandbox.py), whom a server must let its clients be.
+    sandbox_user: str | None = None
 
 
 ServiceOpener = Callable[[Any, Params, ServiceContext], AbstractContextManager[ServiceHandle]]
@@ -187,6 +197,16 @@ class WorkloadKind:
     # The kind's own fields, declared once (config/spec.py): read by `parse`, listed by the
     # docs test against docs/workloads/.
     fields: tuple[Field[Any], ...] = ()
+    # Its tool runs in the sandbox as the run's own user (Invocation.sandboxed): the run
+    # makes that user before the first run.
+    sandboxed: bool = False
+    # Faults (docs/faults.md): where the schedule's zero is ("child": the measured
+    # process's first child, fio's job process; "start": the process's start), how long a
+    # case's measured run is when the file says (seconds; None: not known before it
+    # runs), and why a spec cannot take faults at all (None: it can).
+    fault_clock: str = "start"
+    run_seconds: Callable[[Any, Params], float | None] = lambda spec, params: None
+    fault_problem: Callable[[Any], str | None] = lambda spec: None
 
 
 class LostHosts(ParseError):

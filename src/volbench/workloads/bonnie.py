@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, flag, whole
-from volbench.config.spec import SIZE, Axis, Field, Integer, Size
-from volbench.core import units
+from volbench.config.spec import SIZE, Axis, Field, Integer, Size, SyncAxis
+from volbench.core import syncmode, units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar
 from volbench.targets.base import Built
@@ -112,6 +112,19 @@ def size_text(size: int) -> str:
     return f"{size // MIB}M" if size else "0"
 
 
+def _sync(value: Any) -> bool:
+    """bonnie++'s -b is an fsync after every write: true/false, or the `sync:` axis's
+    none and {fsync: 1} (core/syncmode.py); other modes have no bonnie++ option."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    mode = syncmode.parse(value)  # a ValueError names the forms
+    if mode.kind == syncmode.NONE or (mode.kind == syncmode.FSYNC and mode.every == 1):
+        return mode.syncs
+    raise ValueError(f"{mode.text}: bonnie++ can only fsync after every write (-b): give "
+                     "{fsync: 1} (or true), none (or false), or use fio or dd for "
+                     f"{mode.describe()}")
+
+
 def _mib_size(value: Any) -> str:
     size = units.parse_size(value)
     if size % MIB:
@@ -128,8 +141,9 @@ AXES: tuple[Axis[Any], ...] = (
     Axis("per_char", False, convert=flag, expected="true or false",
          help="the slow per-character tests (without -f)"),
     Axis("direct", False, convert=flag, expected="true or false", help="O_DIRECT (-D)"),
-    Axis("sync", False, convert=flag, expected="true or false",
-         help="fsync after every write (-b)"),
+    SyncAxis("sync", False, convert=_sync, expected="true or false",
+             help="fsync after every write (-b): true or {fsync: 1}; false or none",
+             words=(syncmode.NONE,), calls=(syncmode.FSYNC,), most=1, booleans=True),
 )
 RAM = Size("ram", "256M", help="the RAM bonnie++ is told the machine has (-r)")
 CONCURRENCY = Integer("concurrency", 1, minimum=1, maximum=64,

@@ -13,6 +13,12 @@ found twice as slow on thin volumes.
 Without direct I/O, writes end with `conv=fdatasync` so the time includes
 getting the data to the disk, not only into the page cache.
 
+`sync:` (core/syncmode.py; only an axis when given, and only for writes): `dsync` and
+`sync` open the output with O_DSYNC / O_SYNC (`oflag=dsync`, every block durable before
+the next); `{fdatasync: N}` / `{fsync: N}` are dd's `conv=fdatasync` / `conv=fsync`, one
+call after the last block, so N must be at least `count` (a sync every N writes, and dd
+writes no more than count): a sync after every block is `dsync`, or fio's fdatasync.
+
 The rate is bytes / seconds from dd's summary line on stderr, which is exact;
 dd's own rate is rounded to 2-3 digits in decimal units (kB/MB/GB).
 """
@@ -24,8 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from volbench.config.fields import Reader, choice, flag, whole
-from volbench.config.spec import SIZE, Axis
-from volbench.core import units
+from volbench.config.spec import SIZE, Axis, Field
+from volbench.config.syncmode import SYNC
+from volbench.core import syncmode, units
 from volbench.core.errors import ParseError, VolbenchError
 from volbench.core.model import Metric, Params, Parsed, Scalar, Series
 from volbench.targets.base import Built
@@ -63,7 +70,7 @@ def _bs(value: Any) -> str:
     return units.format_size(size)
 
 
-FIELDS: tuple[Axis[Any], ...] = (
+AXES: tuple[Axis[Any], ...] = (
     Axis("op", ["write", "read"], convert=choice(OPS), expected="write or read",
          help="write (if=/dev/zero) and/or read (of=/dev/null)"),
     Axis("bs", "1M", convert=_bs, expected="a block size such as 1M", value=SIZE,
@@ -75,28 +82,52 @@ FIELDS: tuple[Axis[Any], ...] = (
     Axis("file", "reuse", convert=choice(FILES), expected="reuse or fresh",
          help="rewrite the laid-out file, or write a fresh one each run"),
 )
+FIELDS: tuple[Field[Any], ...] = (*AXES, SYNC)
 
 
 def parse(r: Reader, name: str) -> DdSpec:
     """Read this tool's fields; a bad value becomes a problem on the reader naming the field and
     the fix (a file's problems are reported together), never a raise."""
-    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in FIELDS}
+    matrix: dict[str, tuple[Scalar, ...]] = {f.name: r.get(f) for f in AXES}
     if "fresh" in matrix["file"] and "write" not in matrix["op"]:
         r.problem(
             "file",
             "fresh files only apply to writes (reads use the laid-out file)",
             "add write to op, or remove file: fresh",
         )
+    if r.has("sync"):
+        matrix["sync"] = r.get(SYNC)
+        _check_sync(r, matrix)
     r.finish()
     return DdSpec(name, "dd", matrix)
 
 
+def _check_sync(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
+    """A sync mode needs writes, and dd's one sync call (conv=fdatasync) comes after the
+    last block: a call every N writes fits only where N is at least count."""
+    modes = [syncmode.parse(m) for m in matrix["sync"]]
+    if any(m.syncs for m in modes) and "write" not in matrix["op"]:
+        r.problem("sync", "applies to writes, and op has none", "add write to op, or remove sync")
+    for mode in modes:
+        short = [c for c in matrix["count"] if mode.calls and int(c) > mode.every]
+        if short:
+            r.problem("sync", f"{mode.text}: dd makes one {mode.kind} call, after its last "
+                              f"block (conv={mode.kind}), not one every {mode.every} of "
+                              f"{short[0]} blocks",
+                      f"give {{{mode.kind}: {short[0]}}} (one call at the end), dsync (every "
+                      f"block durable), or a fio workload for a {mode.kind} every "
+                      f"{mode.every} writes")
+
+
 def cases(spec: DdSpec) -> list[dict[str, Scalar]]:
-    """The matrix; reads always use the laid-out file, so they lose the `file` axis."""
+    """The matrix; reads always use the laid-out file, so they lose the `file` axis, and
+    sync only applies to writes (none is no sync parameter at all)."""
     seen: dict[tuple[tuple[str, Scalar], ...], dict[str, Scalar]] = {}
     for case in spec.cases():
         if case["op"] == "read":
             case = {k: v for k, v in case.items() if k != "file"}
+        if "sync" in case and (case["op"] == "read" or not syncmode.of(case).syncs):
+            case = {k: v for k, v in case.items() if k != "sync"}
         seen.setdefault(tuple(case.items()), case)
     return list(seen.values())
 
@@ -132,10 +163,14 @@ def _data_path(params: Params, built: Built) -> str:
 
 def _write_argv(path: str, params: Params, direct: bool, fresh: bool) -> list[str]:
     argv = ["dd", "if=/dev/zero", f"of={path}", f"bs={params['bs']}", f"count={params['count']}"]
-    if direct:
-        argv.append("oflag=direct")
+    mode = syncmode.of(params)
+    oflag = (["direct"] if direct else []) + ([mode.kind] if mode.kind in syncmode.FLAGS else [])
+    if oflag:
+        argv.append("oflag=" + ",".join(oflag))
     conv = [] if fresh else ["notrunc"]
-    if not direct:
+    if mode.calls:
+        conv.append(mode.kind)
+    elif not direct:
         conv.append("fdatasync")
     if conv:
         argv.append("conv=" + ",".join(conv))
@@ -158,7 +193,9 @@ def setup(spec: DdSpec, params: Params, ctx: RunContext) -> list[Invocation]:
         path = _data_path(params, ctx.built)
     except VolbenchError:
         return []  # command() raises the same error into the run's record
-    argv = _write_argv(path, params, direct=True, fresh=False)
+    # The layout writes as fast as it can: its sync mode is the measured runs' business.
+    plain = {k: v for k, v in params.items() if k != syncmode.PARAM}
+    argv = _write_argv(path, plain, direct=True, fresh=False)
     return [Invocation(tuple(argv), timeout=_timeout(params), throttled=False)]
 
 

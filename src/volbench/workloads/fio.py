@@ -20,14 +20,15 @@ from typing import Any
 from volbench.config import fieldrules, loadspec, pathcheck
 from volbench.config.fields import Reader, choice, flag, percent, whole
 from volbench.config.spec import DURATION_POSITIVE, SIZE_POSITIVE, Axis, Field, Text, TextMap
+from volbench.config.syncmode import SYNC
+from volbench.config.userfile import UserFileError
 from volbench.core import units
-from volbench.core.errors import ExperimentError, ParseError, Problem
+from volbench.core.errors import ExperimentError, ParseError
 from volbench.core.model import Histogram, Metric, Params, Parsed, Scalar
 from volbench.services import fioservers
 from volbench.stats.curve import SATURATION, SLA_STATS
-from volbench.system.block import devices
 from volbench.targets.base import Built
-from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady
+from volbench.workloads import fiochecks, fioclient, fiologs, fiosteady, fiosync
 from volbench.workloads.base import Invocation, RunContext, RunOutput, WorkloadKind, WorkloadSpec
 from volbench.workloads.fiologs import parse_logs
 from volbench.workloads.shape import shape_checked
@@ -53,6 +54,8 @@ class FioSpec(WorkloadSpec):
     options_at: str = "options"
     # A load curve (`load:`, `sla:`): its steps are the values of the `load` axis.
     load: loadspec.Load | None = None
+    # Cases with a sync mode run fio's psync engine (no `ioengine` given: fiosync.py).
+    sync_engine: bool = False
 
 
 def _fio_size(value: Any) -> str:
@@ -109,7 +112,7 @@ OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9_]+)*")
 OPTIONS = TextMap("options", None, help="more fio options, passed as --key=value (not axes)",
                   keys=OPTION_NAME, keys_are="an fio option name such as iodepth_batch",
                   one_line=True)
-FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, JOBFILE, OPTIONS,
+FIELDS: tuple[Field[Any], ...] = (*AXES, RWMIXREAD, SYNC, JOBFILE, OPTIONS,
                                   *loadspec.curve_fields(tuple(SLA_STATS)))
 
 
@@ -124,10 +127,17 @@ def parse(r: Reader, name: str) -> FioSpec:
                 r.raw(key)
                 r.problem(key, "a load curve needs volbench's own job (rw, bs, iodepth …)",
                           "remove jobfile: or remove " + key)
+        if r.has("sync"):
+            r.raw("sync")
+            r.problem("sync", "applies to volbench's own job (rw, bs, iodepth …), not to a "
+                      "job file", "remove sync: and write fsync=, fdatasync= or sync= in the "
+                      "job file, or remove jobfile:")
         path = fieldrules.absolute(r.get(JOBFILE), r.base)
-        if not path.is_file():
-            r.problem("jobfile", f"{path} is not a readable file",
-                      "give the path of a fio job file, relative to the experiment file")
+        try:  # a regular file of at most 1 MiB, as each file it includes; <= 4096 jobs
+            pathcheck.read_jobfile(path, fiochecks.read_jobfile_text)
+        except (UserFileError, pathcheck.TooManyJobs) as exc:
+            r.problem("jobfile", str(exc), "give the path of a fio job file, relative to "
+                      "the experiment file")
         r.finish()
         return FioSpec(name, "fio", {}, jobfile=path.resolve(), options=options,
                        options_at=options_at)
@@ -137,20 +147,24 @@ def parse(r: Reader, name: str) -> FioSpec:
         if not any(rw in MIXED for rw in matrix["rw"]):
             r.problem("rwmixread", "only applies to mixed modes",
                       f"add one of {', '.join(MIXED)} to rw, or remove rwmixread")
+    sync_engine = fiosync.read(r, matrix, options)
     fiochecks.check_direct_sizes(r, matrix)
     load = loadspec.parse(r, tuple(SLA_STATS))
     if load is not None:
         matrix["load"] = load.values()
     r.finish()
-    return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load)
+    return FioSpec(name, "fio", matrix, options=options, options_at=options_at, load=load,
+                   sync_engine=sync_engine)
 
 
 def cases(spec: FioSpec) -> list[dict[str, Scalar]]:
-    """The matrix, minus rwmixread for modes that do not mix (no duplicate cases)."""
+    """The matrix, minus rwmixread for modes that do not mix and the sync mode where it is
+    none or the mode does not write (no duplicate cases)."""
     seen: dict[str, dict[str, Scalar]] = {}
     for case in spec.cases():
         if "rwmixread" in case and case["rw"] not in MIXED:
             case = {k: v for k, v in case.items() if k != "rwmixread"}
+        case = fiosync.case(case, spec.sync_engine)
         seen.setdefault(json.dumps(case, sort_keys=True), case)
     return list(seen.values())
 
@@ -178,51 +192,9 @@ def _job_args(spec: FioSpec, params: Params, built: Built, offered: float | None
             args.append(f"--{key}={params[key]}")
     args += [f"--runtime={params['runtime']:g}", "--time_based=1", "--group_reporting=1"]
     args += [f"--{k}={v}" for k, v in rate_options(params, offered, 1)]
+    args += [f"--{k}={v}" for k, v in fiosync.fio_options(params)]
     args += [f"--{k}={v}" for k, v in _expanded(spec, built).items()]
     return args
-
-
-def confinement(spec: FioSpec, params: Params, place: pathcheck.Place) -> list[Problem]:
-    """Everything in `options:` and the job file that would reach outside `place`
-    (pathcheck), given what volbench itself passes: --directory for a job file on a
-    directory target, or the data file, job name and engine of a matrix case."""
-    source = spec.options_at
-    user = pathcheck.from_options(spec.options, source)
-    base: list[pathcheck.Setting] = []
-    if spec.jobfile is not None:
-        if place.directory is not None:
-            base.append(pathcheck.Setting("directory", place.directory, "global", "volbench"))
-        try:
-            user += pathcheck.read_jobfile(spec.jobfile)
-        except (OSError, UnicodeDecodeError) as exc:
-            return [Problem(str(spec.jobfile), f"cannot read the job file: {exc}",
-                            "give a readable fio job file")]
-    else:
-        data = (f"{place.directory}/volbench-fio-{params.get('size')}.dat"
-                if place.directory is not None else place.device)
-        field_at = source.rsplit(".", 1)[0]  # workloads[N]
-        base += [pathcheck.Setting("name", spec.name, spec.name, f"{field_at}.name"),
-                 pathcheck.Setting("filename", data, spec.name, "volbench's data file"),
-                 pathcheck.Setting("ioengine", str(params.get("ioengine", "libaio")), spec.name,
-                                   f"{field_at}.ioengine")]
-    return pathcheck.check(user, place, base)
-
-
-def _confine(spec: FioSpec, params: Params, built: Built) -> None:
-    """Refuse, before fio starts, a run that would touch anything outside the target."""
-    place = pathcheck.Place(str(built.path) if built.path is not None else None,
-                            built.block_device, os.path.realpath,
-                            special=pathcheck.special_file)
-    problems = confinement(spec, params, place)
-    gone = fiochecks.device_gone_problem(built)
-    if gone is not None:
-        raise ExperimentError([gone], f"fio workload {spec.name} on target {built.name}")
-    if built.block_device is not None and spec.jobfile is None:
-        wrong = fiochecks.block_size_problem(params, built, devices.logical_block_size(
-            built.block_device))
-        problems += [wrong] if wrong is not None else []
-    if problems:
-        raise ExperimentError(problems, f"fio workload {spec.name} on target {built.name}")
 
 
 def _expanded(spec: FioSpec, built: Built) -> dict[str, str]:
@@ -276,7 +248,7 @@ def setup(spec: FioSpec, params: Params, ctx: RunContext) -> list[Invocation]:
         return fioclient.layout(ctx, params)
     # The layout writes the data file too: the same check as the measured run, on the
     # target as it is now (a link or device node planted at the file's name is refused).
-    _confine(spec, params, ctx.built)
+    fiochecks.confine(spec, params, ctx.built)
     filename, _ = _data_file(params, ctx.built)
     argv = ["fio", "--name=layout", f"--filename={filename}", f"--size={params['size']}",
             "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
@@ -292,7 +264,8 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     if fioclient.clients(ctx) is not None:
         return _client_command(spec, params, ctx)
     built, rundir = ctx.built, ctx.rundir
-    _confine(spec, params, built)
+    files = fiochecks.jobfile_copy(spec, rundir)
+    fiochecks.confine(spec, params, built, next(iter(files.items()), None))
     out = rundir / "fio.json"
     common = ["fio", "--output-format=json+", f"--output={out}",
               *(f"--{k}={v}" for k, v in fiologs.LOG_OPTIONS),
@@ -301,7 +274,7 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
         argv = [*common, *(f"--{k}={v}" for k, v in _expanded(spec, built).items())]
         if built.path is not None:
             argv.append(f"--directory={built.path}")
-        argv.append(str(spec.jobfile))
+        argv.append(str(rundir / "job.fio"))
         # A job file sets its own runtime; allow an hour unless options say otherwise.
         timeout = 3600.0
     else:
@@ -311,7 +284,9 @@ def command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
     return Invocation(tuple(argv), timeout=timeout, cwd=rundir, env=env,
                       outputs={"fio.json": out}, output_globs=fiologs.LOG_GLOBS,
                       uncached=fiochecks.uncached(spec.jobfile is not None,
-                                                    spec.options, params))
+                                                    spec.options, params),
+                      files=files,
+                      check=fiochecks.copy_check(spec, params, built) if files else None)
 
 
 def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocation:
@@ -321,7 +296,7 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
     for client in clients:
         # Each host's own directory or device, as that host sees it (not resolved here).
         place = pathcheck.Place(client.get("path") or None, client.get("device") or None)
-        problems = confinement(spec, params, place)
+        problems = fiochecks.confinement(spec, params, place)
         if problems:
             raise ExperimentError(problems, f"fio workload {spec.name} on {client['host']}")
         options = {k: pathcheck.expand(v, place)[0] for k, v in spec.options.items()}
@@ -331,10 +306,17 @@ def _client_command(spec: FioSpec, params: Params, ctx: RunContext) -> Invocatio
         job = [(k, str(params[k])) for k in ("rw", "bs", "iodepth", "numjobs", "size",
                                              "ioengine", "direct", "rwmixread") if k in params]
         job += [("runtime", f"{params['runtime']:g}"), ("time_based", "1"),
-                ("group_reporting", "1"), *rate_options(params, ctx.offered, len(clients))]
+                ("group_reporting", "1"), *rate_options(params, ctx.offered, len(clients)),
+                *fiosync.fio_options(params)]
         texts[client["host"]] = fioclient.job_text(spec.name, client, params, job, options)
     timeout = 3600.0 if spec.jobfile is not None else 3 * float(params["runtime"]) + 120
     return fioclient.command(ctx, texts, timeout)
+
+
+def run_seconds(spec: FioSpec, params: Params) -> float | None:
+    """The measured seconds of a matrix case (time_based: its runtime); a job file's
+    are its own, not known here."""
+    return None if spec.jobfile is not None else float(params["runtime"])
 
 
 def estimate(spec: FioSpec, params: Params) -> float:
@@ -487,7 +469,8 @@ def _group_totals(data: Mapping[str, Any], major: int | None) -> list[Metric]:
         total = sum(n for _, n in weighted)
         if weighted and total:
             out.append(Metric("lat_mean", sum(m * n for m, n in weighted) / total, "s", tags))
-    return out
+    return out + fiosync.totals([fiosync.metrics(j, {}, fiosync.engine_of(data, j))[0]
+                                 for j in jobs])
 
 
 @shape_checked("fio")
@@ -512,6 +495,9 @@ def parse_json(text: str, source: str = "fio output") -> Parsed:
             if isinstance(side, Mapping) and (side.get("io_bytes") or side.get("io_kbytes")
                                                or side.get("total_ios")):
                 _side_metrics(side, {**tags, "op": op}, major, metrics, hists)
+        synced, sync_hists = fiosync.metrics(job, tags, fiosync.engine_of(data, job))
+        metrics += synced
+        hists += sync_hists
         for key, name in (("usr_cpu", "cpu_usr"), ("sys_cpu", "cpu_sys")):
             if key in job:
                 metrics.append(Metric(name, float(job[key]), "%", tags))
@@ -549,6 +535,8 @@ def parse_output(spec: FioSpec, params: Params, run: RunOutput) -> Parsed:
 KIND = WorkloadKind(
     "fio", "fio job matrices (rw × bs × iodepth × numjobs × size …) or your own job file",
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
-    tools=("fio",), fields=FIELDS, working_set=working_set, confinement=confinement,
+    tools=("fio",), fields=FIELDS, working_set=working_set,
+    confinement=fiochecks.confinement,
+    fault_clock="child", run_seconds=run_seconds,
     service=fioservers.fio_servers, service_key=fioservers.service_key, partial_results=True,
 )

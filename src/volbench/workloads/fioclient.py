@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from volbench.config import pathcheck, userfile
 from volbench.core import units
 from volbench.core.errors import ParseError
 from volbench.core.model import Params, Parsed, Series
@@ -89,7 +90,8 @@ def user_job_text(jobfile: Path, client: Mapping[str, Any], options: Mapping[str
     directory, logs and options (the file's own [global] settings come later and win)."""
     head = [("directory", str(client["path"]))] if client.get("path") else []
     head += [*_logs(str(client["host"])), *options.items()]
-    return _section("global", head) + "\n" + jobfile.read_text()
+    text = pathcheck.flatten(jobfile, lambda p: userfile.read_text(p, "fio job file"))
+    return _section("global", head) + "\n" + text
 
 
 def _argv(out: Path, files: Sequence[tuple[Mapping[str, Any], Path]], fmt: str) -> list[str]:

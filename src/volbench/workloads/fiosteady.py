@@ -24,8 +24,10 @@ translation is exact.
 Metrics (tags of the job): `ss_attained` (fio's verdict on its slope criterion, 1 or 0),
 `ss_range` and `ss_slope` (the SNIA range of the means of 5 parts of fio's last window,
 and its least-squares excursion, % of its mean: levels, not raw seconds, issue 21),
-`ss_drift` (1 when that window's level drifts beyond its noise: stats.steady.level_check)
-and, when attained, `ss_seconds` (the run's length: fio stopped there).
+`ss_drift` (1 when that window's level drifts beyond its noise: stats.steady.level_check),
+`ss_noise_range` and `ss_smallest_drift` (what the window's noise allows: the range of part
+means noise alone reaches, the smallest drift it could call one; % of the mean) and, when
+attained, `ss_seconds` (the run's length: fio stopped there).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from typing import Any
 
 from volbench.config.steady import SS_ATTAINED as ATTAINED
 from volbench.config.steady import SS_DRIFT as DRIFT
+from volbench.config.steady import SS_NOISE_RANGE as NOISE_RANGE
 from volbench.config.steady import SS_RANGE as RANGE
 from volbench.config.steady import SS_SECONDS as SECONDS
 from volbench.config.steady import SS_SLOPE as SLOPE
+from volbench.config.steady import SS_SMALLEST_DRIFT as SMALLEST_DRIFT
 from volbench.config.steady import SteadySpec, fio_slope_limit
 from volbench.core.model import Metric
 from volbench.stats.steady import level_check
@@ -71,7 +75,9 @@ def metrics(job: Mapping[str, Any], tags: Mapping[str, str]) -> list[Metric]:
     if check is not None:
         out += [Metric(RANGE, check.range_share * 100, "%", dict(tags)),
                 Metric(SLOPE, check.slope_share * 100, "%", dict(tags)),
-                Metric(DRIFT, 1.0 if check.drifting else 0.0, "", dict(tags))]
+                Metric(DRIFT, 1.0 if check.drifting else 0.0, "", dict(tags)),
+                Metric(NOISE_RANGE, check.noise_range * 100, "%", dict(tags)),
+                Metric(SMALLEST_DRIFT, check.smallest_drift * 100, "%", dict(tags))]
     if attained:
         out.append(Metric(SECONDS, float(job["job_runtime"]) / 1000, "s", dict(tags)))
     return out

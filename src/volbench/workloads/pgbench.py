@@ -21,16 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from volbench.config import loadspec
-from volbench.core.errors import ParseError
+from volbench.config.userfile import UserFileError
+from volbench.core.errors import ExperimentError, ParseError, Problem
 from volbench.core.model import Histogram, Params, Parsed, digest
 from volbench.services import pgclients, postgres
 from volbench.stats.curve import SATURATION
+from volbench.system import sandbox
 from volbench.system.host import pgfind
-from volbench.workloads import pgbench_hosts
+from volbench.workloads import pgbench_hosts, pgbench_options, pgbench_scripts
 from volbench.workloads import pgbench_parse as parsing
 from volbench.workloads.base import (
     Invocation,
@@ -80,7 +83,41 @@ def _psql(ctx: RunContext, db: str) -> list[str]:
 
 def _init_args(spec: PgbenchSpec, params: Params) -> list[str]:
     steps = ["-I", spec.init_steps] if spec.init_steps else []
-    return ["-i", "-s", str(params["scale"]), *steps, *spec.init_options]
+    options, _ = pgbench_options.parse(spec.init_options)
+    return ["-i", "-s", str(params["scale"]), *steps,
+            *pgbench_options.rendered(options, lambda path: path)]
+
+
+@dataclass
+class _Copies:
+    """The scripts of one pgbench run, read and checked now, copied into its run
+    directory by the runner and read back and checked again right before pgbench starts
+    (Invocation.files, Invocation.check): pgbench reads the copy that was checked, not a
+    file that may have been swapped since the experiment was read."""
+
+    folder: Path
+    files: dict[Path, str] = field(default_factory=dict)
+
+    def __call__(self, path: str) -> str:
+        copy = self.folder / pgbench_scripts.copy_name(len(self.files) + 1, path)
+        try:
+            self.files[copy] = pgbench_scripts.read(Path(path))
+        except (UserFileError, ValueError) as exc:
+            raise ExperimentError([Problem(path, str(exc))], "pgbench script") from None
+        return str(copy)
+
+
+def _check_copy(copy: Path, text: str) -> str | None:
+    return pgbench_scripts.problem(text, str(copy))
+
+
+def _sandboxed(argv: list[str], ctx: RunContext, timeout: float, copies: _Copies | None = None,
+               **more: Any) -> Invocation:
+    """pgbench as the run's own user, in a sandbox that can write only its run directory
+    (system/sandbox.py); its scripts are the checked copies."""
+    return Invocation(tuple(argv), timeout=timeout, cwd=ctx.rundir, throttled=False,
+                      sandboxed=True, files=dict(copies.files) if copies else {},
+                      check=_check_copy, **more)
 
 
 def _init_timeout(params: Params) -> float:
@@ -122,9 +159,8 @@ def setup(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
                          "-c", f'CREATE DATABASE "{db}" OWNER "{owner}"'), timeout=300,
                         throttled=False)]
     if params["mode"] == "run":
-        steps.append(Invocation((_program(ctx, "pgbench"), *_conn(ctx, bench=True),
-                                 *_init_args(spec, params), db),
-                                timeout=_init_timeout(params), throttled=False))
+        steps.append(_sandboxed([_program(ctx, "pgbench"), *_conn(ctx, bench=True),
+                                 *_init_args(spec, params), db], ctx, _init_timeout(params)))
         steps.append(Invocation(
             (*_psql(ctx, db), "-At", "-c", "CHECKPOINT",
              "-c", "SELECT pg_database_size(current_database())", "-o", str(_size_file(ctx, db))),
@@ -139,10 +175,9 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     if spec.clients_from and params["mode"] == "run":
         return _from_hosts(spec, params, ctx)
     if params["mode"] == "init":
-        return Invocation((_program(ctx, "pgbench"), *_conn(ctx, bench=True),
-                           *_init_args(spec, params), db),
-                          timeout=_init_timeout(params), cwd=ctx.rundir, outputs=_facts(ctx),
-                          throttled=False)
+        return _sandboxed([_program(ctx, "pgbench"), *_conn(ctx, bench=True),
+                           *_init_args(spec, params), db], ctx, _init_timeout(params),
+                          outputs=_facts(ctx))
     argv = [_program(ctx, "pgbench"), *_conn(ctx, bench=True), "-c", str(params["clients"]),
             "-j", str(params["threads"])]
     if "duration" in params:
@@ -155,14 +190,16 @@ def command(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocation:
     argv += ["-P", "1", "-l", f"--log-prefix={ctx.service.get('log_prefix', TXLOG)}"]
     if spec.log_sampling < 1:
         argv.append(f"--sampling-rate={spec.log_sampling:g}")
+    copies = _Copies(ctx.rundir / "scripts")
     script = str(params["script"])
-    argv += ["-b", script] if script in BUILTINS else ["-f", script]
+    argv += ["-b", script] if script in BUILTINS else ["-f", copies(script)]
     if "query_mode" in params:
         argv += ["-M", str(params["query_mode"])]
-    argv += [*spec.options, db]
-    return Invocation(tuple(argv), timeout=timeout, cwd=ctx.rundir,
+    options, _ = pgbench_options.parse(spec.options)
+    argv += [*pgbench_options.rendered(options, copies), db]
+    return _sandboxed(argv, ctx, timeout, copies,
                       outputs={**_facts(ctx), "dbsize.txt": _size_file(ctx, db)},
-                      output_globs=(f"{TXLOG}.*",), throttled=False)
+                      output_globs=(f"{TXLOG}.*",))
 
 
 def rate_args(params: Params, offered: float | None) -> list[str]:
@@ -183,17 +220,17 @@ def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocatio
     The clients run with -n: the vacuum and history truncation each pgbench does at its
     start are done once here first, so no host empties the history under the others."""
     db = database(spec, params)
-    no_vacuum = any(o in ("-n", "--no-vacuum") for o in spec.options)
+    given = {o.name for o in pgbench_options.parse(spec.options)[0]}  # as pgbench reads them
+    no_vacuum = "no-vacuum" in given
     client = replace(spec, clients_from=(), options=spec.options if no_vacuum
                      else ("-n", *spec.options))
     sql = ["VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history"]
-    if any(o in ("-v", "--vacuum-all") for o in spec.options):
+    if "vacuum-all" in given:
         sql.append("VACUUM pgbench_accounts")
     prepare = [] if no_vacuum else [[*_psql(ctx, db), *(a for q in sql for a in ("-c", q))]]
     count = None
     if not no_vacuum and params["script"] in pgbench_hosts.HISTORY_SCRIPTS \
-            and not any(o.startswith(("-b", "--builtin", "-f", "--file", "-S"))
-                        for o in spec.options):
+            and not given & {"builtin", "file", "select-only"}:
         count = [*_psql(ctx, db), "-At", "-c", "SELECT count(*) FROM pgbench_history"]
     if pgbench_hosts.CLIENTS not in ctx.service:  # `volbench plan`: what each host runs
         return command(client, params, replace(ctx, service={**ctx.service,
@@ -223,7 +260,8 @@ def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
                                        ctx) as handle:
             yield handle
         return
-    with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir) as server:
+    with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir,
+                          sandbox_user=ctx.sandbox_user) as server:
         yield ServiceHandle(server.values(), dict(server.info), server.crash_hooks)
 
 
@@ -267,6 +305,25 @@ def _with_cache(parsed: Parsed, outputs: Mapping[str, str], tag: tuple[str, str]
     return Parsed(tuple(metrics + cache), parsed.series, parsed.histograms)
 
 
+def run_seconds(spec: PgbenchSpec, params: Params) -> float | None:
+    """The measured seconds of a run (-T), None for -t (as long as the transactions take)."""
+    return float(params["duration"]) if "duration" in params else None
+
+
+def fault_problem(spec: PgbenchSpec) -> str | None:
+    """Faults fire into measured runs of known length on this machine: phases come from
+    pgbench's progress (-P 1), and the schedule needs the run to last."""
+    if spec.clients_from:
+        return ("faults on pgbench from several client hosts are not supported: the "
+                "progress comes from each host's clock; remove clients_from: or faults:")
+    if "init" in spec.matrix.get("mode", ()):
+        return "faults fire into measured runs (mode: run), not into pgbench -i (mode: init)"
+    if "transactions" in spec.matrix:
+        return ("a faulted run needs a known length: give duration: (pgbench -T) instead "
+                "of transactions:")
+    return None
+
+
 def estimate(spec: PgbenchSpec, params: Params) -> float:
     """Expected seconds of one run of these params, for `volbench plan` and the progress ETA;
     reads nothing from the machine."""
@@ -295,5 +352,6 @@ KIND = WorkloadKind(
     parse, cases, command, parse_output, estimate, setup=setup, setup_key=setup_key,
     after=after, service=open_service, service_key=service_key,
     programs=programs, needs_root=True,
-    working_set=working_set, partial_results=True, fields=FIELDS,
+    working_set=working_set, partial_results=True, fields=FIELDS, sandboxed=True,
+    tools=sandbox.PROGRAMS, run_seconds=run_seconds, fault_problem=fault_problem,
 )

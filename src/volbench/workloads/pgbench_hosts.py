@@ -29,7 +29,7 @@ import itertools
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,8 @@ ADDITIVE = (
     "statement_failures",
 )
 # Averages weighted by each host's transactions.
-WEIGHTED = ("latency_avg", "schedule_lag_avg", "statement_latency", "connection_time_avg")
+WEIGHTED = ("latency_avg", "schedule_lag_avg", "statement_latency", "commit_latency",
+            "connection_time_avg")
 LATEST = ("initial_connection_time", "schedule_lag_max")
 # The scripts that insert one pgbench_history row per committed transaction.
 HISTORY_SCRIPTS = ("tpcb-like", "simple-update")
@@ -154,13 +155,15 @@ def clients(ctx: RunContext) -> list[dict[str, Any]]:
     return list(json.loads(raw))
 
 
-def _uploads(argv: Sequence[str]) -> list[str]:
-    """Local script files the hosts need (`-f PATH[@weight]`): copied to remote hosts."""
+def _uploads(argv: Sequence[str], copies: Collection[Path] = ()) -> list[str]:
+    """Local script files the hosts need (`-f PATH[@weight]`): copied to remote hosts.
+    `copies`: the scripts' checked copies, written into the run directory only when the
+    driver is about to start."""
     found = []
     for flag, value in itertools.pairwise(argv):
         if flag in ("-f", "--file"):
             path = value.rsplit("@", 1)[0] if "@" in value else value
-            if Path(path).is_file():
+            if Path(path) in copies or Path(path).is_file():
                 found.append(path)
     return found
 
@@ -184,7 +187,8 @@ def command(
         )
         first = first or inv
         hosts.append(
-            {**entry, "argv": list(inv.argv), "log_prefix": prefix, "upload": _uploads(inv.argv)}
+            {**entry, "argv": list(inv.argv), "log_prefix": prefix,
+             "upload": _uploads(inv.argv, inv.files)}
         )
     assert first is not None
     spec = {
@@ -204,7 +208,10 @@ def command(
         outputs={**outputs, RESULT: rundir / RESULT},
         output_globs=(f"{TXLOG}-*",),
         throttled=False,
-        files={path: json.dumps(spec, indent=1)},
+        # The scripts' checked copies, which the driver uploads to the hosts.
+        files={**first.files, path: json.dumps(spec, indent=1)},
+        check=lambda copy, text: first.check(copy, text)
+        if first.check is not None and copy in first.files else None,
     )
 
 

@@ -78,6 +78,8 @@ _TPS = re.compile(rf"^tps = ({NUM}) \((.+)\)$")
 _SCRIPT = re.compile(r"^SQL script (\d+): (.+)$")
 _STATEMENTS = re.compile(r"^(?: - )?statement latencies in milliseconds(?: and failures)?:$")
 _STATEMENT = re.compile(rf"^\s+({NUM})\s+(?:(\d+)\s+)?(\S.*)$")
+# A commit statement in a script: END or COMMIT (WORK / TRANSACTION), with or without ';'.
+_COMMIT = re.compile(r"^(?:END|COMMIT)(?:\s+(?:WORK|TRANSACTION))?\s*;?$", re.I)
 _PROGRESS = re.compile(rf"^progress: ({NUM}) s, ({NUM}) tps, lat ({NUM}) ms stddev ({NUM})"
                        rf"(?:, (\d+) failed)?(?:, lag ({NUM}) ms)?")
 _DONE = re.compile(rf"^done in ({NUM}) s \((.*)\)\.?$")
@@ -135,6 +137,21 @@ def _summary_line(body: str, tags: Mapping[str, str]) -> list[Metric]:
     return []
 
 
+def commit_metrics(statements: Sequence[Metric]) -> list[Metric]:
+    """`commit_latency` (s): the latency of a script's commit statement (END, COMMIT) in
+    pgbench's per-statement table (-r, --report-per-command): what each transaction waits
+    for its WAL flush (with synchronous_commit on). Tagged like the table (script); a
+    script with several commits keeps each one's row number `n`."""
+    commits = [m for m in statements if _COMMIT.match(m.tags.get("statement", ""))]
+    out = []
+    for m in commits:
+        tags = {k: v for k, v in m.tags.items() if k not in ("statement", "n")}
+        if sum(1 for c in commits if c.tags.get("script") == m.tags.get("script")) > 1:
+            tags["n"] = m.tags["n"]
+        out.append(Metric("commit_latency", m.value, "s", tags, m.note))
+    return out
+
+
 def parse_report(text: str) -> Report:
     """Header fields and metrics of a run summary (any version; stray lines are ignored)."""
     header: dict[str, str] = {}
@@ -167,6 +184,7 @@ def parse_report(text: str) -> Report:
                 if hm and key not in header:
                     header[key] = hm.group(1)
         metrics += _summary_line(line[3:] if line.startswith(" - ") else line, tags)
+    metrics += commit_metrics([m for m in metrics if m.name == "statement_latency"])
     return Report(header, tuple(metrics))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volbench.config import fieldrules, loadspec
+from volbench.config import fieldrules, loadspec, userfile
 from volbench.config.fields import Checked, Reader
 from volbench.config.spec import DURATION as SECONDS
 from volbench.config.spec import (
@@ -28,10 +28,10 @@ from volbench.config.spec import (
 from volbench.core import units
 from volbench.core.model import Scalar
 from volbench.remote.hosts import HostSpec
-from volbench.services import postgres
+from volbench.services import pgsettings, postgres
 from volbench.stats.curve import PGBENCH_SLA_STATS
 from volbench.system.host import hostinfo, pgfind
-from volbench.workloads import pgbench_hosts
+from volbench.workloads import pgbench_hosts, pgbench_options, pgbench_scripts
 from volbench.workloads.base import WorkloadSpec
 
 MODES = ("run", "init")
@@ -47,9 +47,6 @@ BYTES_PER_SCALE = 15_680_000
 INIT_S_PER_SCALE = 0.4
 TXLOG = "pgbench_txlog"
 RUN_ONLY = ("clients", "threads", "duration", "transactions", "script", "query_mode", "load")
-# Options volbench sets itself; in `options:` they would fight with the matrix.
-MANAGED = ("-h", "--host", "-p", "--port", "-U", "--username", "-i", "--initialize",
-           "-s", "--scale", "-l", "--log", "--log-prefix", "-P", "--progress")
 SCALE_FORMS = "a scale factor (10), a database size (4G) or a multiple of RAM (2xRAM)"
 _RAM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*RAM\s*$", re.IGNORECASE)
 
@@ -126,40 +123,17 @@ def _whole_seconds(value: Any) -> float:
     return seconds
 
 
-# pgbench meta-commands that run a shell command on the client machine, which is this one,
-# as root: volbench cannot confine them, so scripts may not use them.
-SHELL_COMMANDS = ("shell", "setshell")
-_META = re.compile(r"^\s*\\([A-Za-z]+)")
-SHELL_FIX = ("remove it; run commands as a `command` workload (which can run as another "
-             "user:), or compute the value in SQL")
-
-
-def shell_problem(path: Path) -> str | None:
-    """Why a pgbench script file cannot run (a \\shell or \\setshell line), or None."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"cannot read the script file {path}: {exc.strerror}"
-    for number, line in enumerate(text.splitlines(), 1):
-        m = _META.match(line)
-        if m and m.group(1).lower() in SHELL_COMMANDS:
-            return (f"{path}:{number} uses \\{m.group(1)}, which runs a shell command on "
-                    f"this machine as root; {SHELL_FIX}")
-    return None
+# Script files: read, checked and copied by pgbench_scripts (re-exported for callers).
+read_script = pgbench_scripts.read
+script_problem = pgbench_scripts.problem
 
 
 def script_files(options: list[str]) -> list[tuple[int, Path]]:
-    """(index, file) of every script given in pgbench options (-f FILE, --file=FILE,
-    -fFILE, each with an optional @weight)."""
-    found: list[tuple[int, str]] = []
-    for i, option in enumerate(options):
-        if option in ("-f", "--file") and i + 1 < len(options):
-            found.append((i + 1, options[i + 1]))
-        elif option.startswith("--file="):
-            found.append((i, option[len("--file="):]))
-        elif option.startswith("-f") and len(option) > 2:
-            found.append((i, option[2:]))
-    return [(i, Path(re.sub(r"@\d+$", "", name))) for i, name in found]
+    """(index, file) of every script the options give pgbench (`-f FILE[@W]`, bundled
+    or spelled out), as pgbench reads them (pgbench_options)."""
+    found, _ = pgbench_options.parse(options)
+    return [(o.index, Path(pgbench_options.script_path(o.value)))
+            for o in found if o.name == "file" and o.value is not None]
 
 
 def _script(base: Path | None) -> Callable[[Any], str]:
@@ -170,13 +144,14 @@ def _script(base: Path | None) -> Callable[[Any], str]:
         if text in BUILTINS:
             return text
         path = fieldrules.absolute(text, base)
-        if path.is_file():
-            problem = shell_problem(path)
-            if problem is not None:
-                raise ValueError(problem)
-            return str(path.resolve())
-        raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) nor a "
-                         "readable script file; expected a builtin name or a file path")
+        if not path.exists():
+            raise ValueError(f"'{text}' is neither a builtin script ({', '.join(BUILTINS)}) "
+                             "nor a script file; expected a builtin name or a file path")
+        try:
+            read_script(path)
+        except userfile.UserFileError as exc:
+            raise ValueError(str(exc)) from None
+        return str(path.resolve())
     return convert
 
 
@@ -235,13 +210,13 @@ def _cluster(r: Reader, max_clients: int) -> postgres.ClusterConfig:
     sr = r.sub(SETTINGS.name, {})
     user: dict[str, str] = {}
     for key, value in sr.data.items():
-        problem = postgres.setting_problem(str(key))
+        problem = pgsettings.problem(str(key))
         if problem:
             sr.problem(str(key), problem, "remove it")
         elif value is None or isinstance(value, dict | list):
             sr.problem(str(key), "expected one value such as 256MB, on or 200")
-        elif why := postgres.value_problem(str(key), _pg_value(value)):
-            sr.problem(str(key), why, "use a name or a relative path, or remove it")
+        elif why := pgsettings.problem(str(key), _pg_value(value)):
+            sr.problem(str(key), why)
         else:
             user[str(key)] = _pg_value(value)
     # Every client holds a connection; a few more for volbench's psql and pgbench's own.
@@ -266,7 +241,26 @@ def _pg_bin(r: Reader) -> str:
     elif lacking := pgfind.missing_programs(path):
         r.problem("pg_bin", f"{path} has no {', '.join(lacking)}",
                   "give the directory holding " + ", ".join(pgfind.PROGRAMS))
+    elif why := _changeable(path):
+        r.problem("pg_bin", why, "give a bin directory that only root can change")
     return str(path)
+
+
+def _changeable(path: Path) -> str | None:
+    """Why someone other than root could change the programs of `path`, or None. volbench
+    runs psql from it as root (its own statements) and initdb and postgres as postgres:
+    a program another user can replace would run as them (pgbench, in its sandbox,
+    could do no harm; the others could)."""
+    for item in (path, *(path / name for name in pgfind.PROGRAMS)):
+        try:
+            st = item.stat()
+        except OSError:
+            continue
+        if st.st_uid != 0:
+            return f"{item} belongs to uid {st.st_uid}, not root"
+        if st.st_mode & 0o022:
+            return f"{item} may be changed by its group or by others ({oct(st.st_mode & 0o777)})"
+    return None
 
 
 def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
@@ -281,15 +275,21 @@ def _length(r: Reader, matrix: dict[str, tuple[Scalar, ...]]) -> None:
         matrix["duration"] = r.get(DURATION)
 
 
-def _check_lists(r: Reader, options: list[str], init_steps: str, log_sampling: float) -> None:
-    for i, option in enumerate(options):
-        if option.split("=")[0] in MANAGED:
-            r.problem(f"options[{i}]", f"{option} is set by volbench",
-                      "use the workload's fields (scale, clients, …) instead")
+def _check_lists(r: Reader, field: str, options: list[str]) -> None:
+    """`options:` / `init_options:` as pgbench reads them (pgbench_options): options volbench
+    sets, words pgbench would not take, script files that cannot run."""
+    _, problems = pgbench_options.parse(options)
+    for i, why in problems:
+        r.problem(f"{field}[{i}]", why, "use the workload's fields (scale, clients, …) "
+                  "for what volbench sets")
     for i, path in script_files(options):
-        problem = shell_problem(fieldrules.absolute(str(path), r.base))
-        if problem is not None:
-            r.problem(f"options[{i}]", problem)
+        try:
+            read_script(fieldrules.absolute(str(path), r.base))
+        except (userfile.UserFileError, ValueError) as exc:
+            r.problem(f"{field}[{i}]", str(exc))
+
+
+def _check_init(r: Reader, init_steps: str, log_sampling: float) -> None:
     bad = sorted(set(init_steps) - set(INIT_STEPS))
     if bad:
         r.problem("init_steps", f"unknown init steps {''.join(bad)}",
@@ -316,7 +316,9 @@ def parse(r: Reader, name: str) -> PgbenchSpec:
     init_options = r.get(INIT_OPTIONS)
     init_steps = r.get(INIT_STEPS_FIELD)
     log_sampling = r.get(LOG_SAMPLING)
-    _check_lists(r, [*options, *init_options], init_steps, log_sampling)
+    _check_lists(r, "options", options)
+    _check_lists(r, "init_options", init_options)
+    _check_init(r, init_steps, log_sampling)
     clients_from, listen = pgbench_hosts.parse_fields(r, [str(m) for m in matrix["mode"]])
     load = loadspec.parse(r, tuple(PGBENCH_SLA_STATS))
     if load is not None:

@@ -40,7 +40,15 @@ CASES = {
     # (rows and times printed before the ERROR); and a tablespace that does not exist.
     "error-init-primary-keys-exist": ["-i", "-s", "2", "-I", "gp"],
     "error-init-missing-tablespace": ["-i", "-s", "2", "--tablespace=missing"],
+    # Per-statement latencies of a script that ends with COMMIT (the long option), of two
+    # builtin scripts (one table each), and with commits that do not wait for their WAL
+    # (synchronous_commit off for pgbench's sessions: CASE_ENV).
+    "run-report-per-command-commit": ["-c", "2", "-T", "2", "--report-per-command", "-f",
+                                      str(HERE / "commit-script.sql")],
+    "run-r-two-scripts": ["-c", "2", "-T", "2", "-r", "-b", "tpcb-like", "-b", "simple-update"],
+    "run-r-synchronous-commit-off": ["-c", "2", "-T", "2", "-r"],
 }
+CASE_ENV = {"run-r-synchronous-commit-off": {"PGOPTIONS": "-c synchronous_commit=off"}}
 PRE_INIT = "# the database was initialised with pgbench -i -s 2 before (not captured)\n"
 
 
@@ -73,13 +81,15 @@ def main(bindir: Path, only: list[str]) -> None:
                 continue
             argv = [*(conn if case != "version" else []), *args,
                     *(["bench"] if case != "version" else [])]
+            env = CASE_ENV.get(case, {})
             done = proc.run([install.program("pgbench"), *argv], timeout=300, check=False,
-                            cwd=work, env={"LC_ALL": "C"})
+                            cwd=work, env={"LC_ALL": "C", **env})
             (out / f"{case}.stdout").write_text(done.stdout)
             (out / f"{case}.stderr").write_text(done.stderr)
             (out / f"{case}.exitcode").write_text(f"{done.returncode}\n")
             (out / f"{case}.cmd").write_text(
-                proc.command_line(["pgbench", *argv]) + "\n" + setup + "\n"
+                proc.command_line([*(f"{k}={v}" for k, v in env.items()), "pgbench", *argv])
+                + "\n" + setup + "\n"
                 f"# exit code {done.returncode} (also in {case}.exitcode); stdout and stderr "
                 "kept separately\n" + (PRE_INIT if only else ""))
     shutil.rmtree(work, ignore_errors=True)

@@ -154,6 +154,36 @@ def set_loop_offset(device: str, backing: str, offset: int) -> None:
         os.close(fd)
 
 
+BLKROSET, BLKROGET = 0x125D, 0x125E
+
+
+def set_read_only(device: str, backing: str, read_only: bool) -> None:
+    """Mark loop `device` read-only (BLKROSET) or writable again, while it is open: the
+    block layer then refuses every write bio at submission (bio_check_ro; EPERM to a
+    process writing the device, EIO to a filesystem on it). Refused when `device` is no
+    longer backed by `backing`."""
+    if loop_backing(device) != backing:
+        raise ResourceError(f"{device} is no longer the loop device of {backing}; "
+                            "nothing was changed")
+    fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, BLKROSET, struct.pack("=i", 1 if read_only else 0))
+    except OSError as exc:
+        raise ResourceError(f"{device}: BLKROSET {int(read_only)}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+def in_flight(device: str) -> int:
+    """Requests the device has queued and not completed (sysfs `inflight`, reads and
+    writes); 0 when it cannot say."""
+    try:
+        text = (Path("/sys/block") / Path(device).name / "inflight").read_text()
+    except OSError:
+        return 0
+    return sum(int(n) for n in text.split())
+
+
 @undoer("loop")
 def _undo_loop(data: Mapping[str, Any]) -> None:
     devices = set(loops_backed_by(data["backing"]))

@@ -14,18 +14,24 @@ class Counters:
     read_bytes: int = 0
     write_ios: int = 0
     write_bytes: int = 0
+    # Cache flushes the device completed (kernels from 5.5 on): what each fsync costs a
+    # write-back disk, once per disk of a linear LV (docs/lab.md, "What a flush costs").
+    flushes: int = 0
 
     def __sub__(self, other: Counters) -> Counters:
         return Counters(self.read_ios - other.read_ios, self.read_bytes - other.read_bytes,
-                        self.write_ios - other.write_ios, self.write_bytes - other.write_bytes)
+                        self.write_ios - other.write_ios, self.write_bytes - other.write_bytes,
+                        self.flushes - other.flushes)
 
     def __add__(self, other: Counters) -> Counters:
         return Counters(self.read_ios + other.read_ios, self.read_bytes + other.read_bytes,
-                        self.write_ios + other.write_ios, self.write_bytes + other.write_bytes)
+                        self.write_ios + other.write_ios, self.write_bytes + other.write_bytes,
+                        self.flushes + other.flushes)
 
     def as_dict(self) -> dict[str, int]:
         return {"read_ios": self.read_ios, "read_bytes": self.read_bytes,
-                "write_ios": self.write_ios, "write_bytes": self.write_bytes}
+                "write_ios": self.write_ios, "write_bytes": self.write_bytes,
+                "flushes": self.flushes}
 
 
 def parse(text: str) -> dict[str, Counters]:
@@ -35,9 +41,12 @@ def parse(text: str) -> dict[str, Counters]:
         fields = line.split()
         if len(fields) < 10:
             continue
-        # major minor name reads merged sectors ms writes merged sectors ms …
+        # major minor name, then the kernel's fields 1-17 (iostats.rst): reads merged
+        # sectors ms, writes merged sectors ms, in-flight io-ms weighted-ms, discards (4
+        # fields), flushes completed (field 16) and their ms (from 5.5 on)
+        flushes = int(fields[18]) if len(fields) >= 20 else 0
         found[fields[2]] = Counters(int(fields[3]), int(fields[5]) * SECTOR,
-                                    int(fields[7]), int(fields[9]) * SECTOR)
+                                    int(fields[7]), int(fields[9]) * SECTOR, flushes)
     return found
 
 
