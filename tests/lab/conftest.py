@@ -155,9 +155,16 @@ def wanted_steps(items: list[pytest.Item]) -> list[str]:
     return [step for step, owners in STEP_FILES.items() if files & set(owners)]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests that read the shared boot: scripts/test runs them (`-m shared_boot`)
-    in a pytest of their own beside everything else."""
+    in a pytest of their own beside everything else. long_lab tests (too long for CI's
+    40 min) are deselected unless VOLBENCH_LONG_LAB=1: an environment switch rather than
+    a `-m` in addopts, which scripts/test's own `-m shared_boot` would replace."""
+    if os.environ.get("VOLBENCH_LONG_LAB") != "1":
+        long = [item for item in items if item.get_closest_marker("long_lab")]
+        if long:
+            config.hook.pytest_deselected(items=long)
+            items[:] = [item for item in items if item not in long]
     for item in items:
         if "shared_boot" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared_boot)

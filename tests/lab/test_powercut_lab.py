@@ -26,6 +26,7 @@ rerun in the lab).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,11 @@ import pytest
 
 from volbench.stats.durability import upper_bound
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
-CUTS = 20
+# Opt-in (~47 min of lab time): tests/lab/conftest.py deselects long_lab tests unless
+# VOLBENCH_LONG_LAB=1; docs/durability.md gives the command. VOLBENCH_POWERCUT_CUTS
+# runs fewer cuts (a quick look at the same stacks; the bounds below then do not apply).
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.long_lab]
+CUTS = int(os.environ.get("VOLBENCH_POWERCUT_CUTS", "20"))
 SEED = 31
 # Seconds of writing before each cut: a seeded uniform draw in this window.
 WINDOW_S = (2.0, 6.0)
@@ -137,9 +141,9 @@ def test_honest_stack_loses_nothing(truth: dict[str, Any], name: str) -> None:
         acked = (outcome["probe"] or outcome["commits"])["acked"]
         assert acked > 0, f"{name}: nothing was acknowledged before the cut"
     checked = sum(1 for o in seen if o["recovery"]["checks"])
-    assert checked >= CUTS // CHECK_EVERY
+    assert checked >= max(1, CUTS // CHECK_EVERY)
     # 0 of 20: at most 13.9 % of cuts lose data (one-sided 95 % Clopper-Pearson).
-    assert upper_bound(0, len(seen)) < 0.14
+    assert upper_bound(0, len(seen)) < 0.14 or CUTS < 20
 
 
 @pytest.mark.parametrize("name", FORGETFUL)

@@ -24,10 +24,14 @@ import pytest
 
 from support import load
 from volbench import report
+from volbench.stats.durability import upper_bound
 from volbench.store.db import Store
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
-CUTS = 3
+# 2 cuts a target keeps the step near CI's ~3 min for power cuts (docs/durability.md).
+CUTS = 2
+# The report's 95 % upper bound on the share of cuts that lose data, as it prints it.
+BOUND = re.escape(f"{100 * upper_bound(0, CUTS):.1f}")
 
 EXPERIMENT = f"""
 name: lab-power-cut-run
@@ -88,7 +92,7 @@ def test_every_cut_run_recovered_and_kept_its_speed(db: Path) -> None:
 
 def test_the_answer_puts_what_the_cuts_lost_beside_the_speed(db: Path) -> None:
     flat = " ".join(report.render(load(db), "table").split())
-    assert re.search(r"honest [\d.]+ op/s \[[^]]+\] baseline — lost nothing in 3 power cuts "
-                     r"\(≤ 63\.2 %\)", flat), flat
-    assert re.search(r"lying [\d.]+ op/s \[[^]]+\] [^—]+ — lost acknowledged writes in 3 of 3 "
-                     r"power cuts", flat), flat
+    assert re.search(rf"honest [\d.]+ op/s \[[^]]+\] baseline — lost nothing in {CUTS} "
+                     rf"power cuts \(≤ {BOUND} %\)", flat), flat
+    assert re.search(rf"lying [\d.]+ op/s \[[^]]+\] [^—]+ — lost acknowledged writes in "
+                     rf"{CUTS} of {CUTS} power cuts", flat), flat
