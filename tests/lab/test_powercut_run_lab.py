@@ -8,10 +8,10 @@ run must come back, keep the tool's speed up to the cut and its durability figur
 honest disk loses nothing, the lying one loses acknowledged writes in every cut (all it
 wrote since the cycle began), and the report's answer says so beside its speed.
 
-Lab time: its one lab run so far failed in 42 s (the cut took every wrapped disk while
-only the run's own stack went down; fixed by Power.over, not yet rerun); expected ~4-5 min
-passing (6 cut runs: a cut 3-6 s in, then ~30-40 s of take-down, restore and recovery
-for one xfs stack, as measured in the ground truth).
+Lab time: 163 s for the 4 cut runs (2026-11-28, load 8-11 beside two other lab VMs;
+~40 s a run), inside CI's ~3 min for power cuts; 3 cuts a target would be ~245 s. Its
+first lab run (before Power.over) failed in 42 s: the cut took every wrapped disk while
+only the run's own stack went down.
 """
 
 from __future__ import annotations
