@@ -21,7 +21,8 @@ opt-in job (docs/durability.md, "The ground truth in CI, and the long job"). Lab
 7 cuts (honest file and NFS stacks lost nothing, nfs-async and the lying disk lost writes
 in 7 of 7, pgbench committed nothing before the cuts); then 2 cuts with the first-commit
 wait (756 s: pgbench committed 105-218 per cluster before each cut, fsync=on lost 0,
-fsync=off lost commits, synchronous_commit=off lost 0 in both, so its check failed).
+fsync=off lost commits, synchronous_commit=off lost 0 in both, so its check failed);
+with its WAL writer at 1 s, 1 cut: it lost 10 of 180 commits, recovery clean.
 """
 
 from __future__ import annotations
