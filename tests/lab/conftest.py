@@ -15,7 +15,10 @@ Steps (in this order; each writes into the shared folder):
   test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
   carries all of them and the run records its own section): NAME.db and NAME-report.md;
 - `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
-  fault, then `volbench cleanup`): kills.json.
+  fault, then `volbench cleanup`): kills.json;
+- `powercut`: test_powercut_lab.py's GUEST_SCRIPT (the power-cut ground truth: every
+  stack of its EXPERIMENT built on wrapped lab disks, CUTS cuts of all of them at once,
+  each recovered and counted; tests/lab/powertruth.py): powercut.json.
 steps.json has every step's exit code and seconds. The bursting disk (b1) is touched by
 nothing before its run, so its QEMU bucket is full as on a fresh boot.
 
@@ -58,6 +61,10 @@ from test_lab import GUARD_CLASSES, GUARD_DISKS, GUARD_SCRIPT
 from test_nfs_hop_lab import DELAY_MS, PING_INTERVAL_S
 from test_nfs_hop_lab import EXPERIMENT as HOP
 from test_nfs_hop_lab import GUEST_SCRIPT as NFSHOP_SCRIPT
+from test_powercut_lab import EXPERIMENT as POWERCUT
+from test_powercut_lab import GUEST_SCRIPT as POWERCUT_SCRIPT
+from test_powercut_lab import step_args as powercut_args
+from test_powercut_run_lab import EXPERIMENT as POWERCUT_RUN
 from test_precondition_lab import EXPERIMENT as PRECONDITION
 from test_rebuild_lab import EXPERIMENT as REBUILD
 from test_thin_first_touch_lab import experiment_text as thin_experiment
@@ -66,8 +73,10 @@ import hostload
 from support import TESTS, need_lab
 from volbench.config.lab import DEFAULT_CLASSES, DiskClass, LabDisk, LabSpec
 from volbench.engine import experiment
+from volbench.faults import powercut
+from volbench.faults.powerstack import lab_disks
 from volbench.lab import DEFAULT_MODULES, run_in_vm
-from volbench.lab.labrun import lab_of
+from volbench.lab.labrun import lab_of, with_cut_log
 
 MiB = 1024**2
 NFS_DISK = LabDisk("store", 600 * MiB, "fast")
@@ -134,6 +143,7 @@ STEP_FILES = {
     "timeouts": ("test_faults_timeouts_lab.py",), "faults": ("test_faults_lab.py",),
     "rebuild": ("test_rebuild_lab.py",), "commit": ("test_commit_lab.py",),
     "faultkill": ("test_fault_kills_lab.py",),
+    "powercut": ("test_powercut_lab.py",), "powercutrun": ("test_powercut_run_lab.py",),
 }
 
 
@@ -145,9 +155,16 @@ def wanted_steps(items: list[pytest.Item]) -> list[str]:
     return [step for step, owners in STEP_FILES.items() if files & set(owners)]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests that read the shared boot: scripts/test runs them (`-m shared_boot`)
-    in a pytest of their own beside everything else."""
+    in a pytest of their own beside everything else. long_lab tests (too long for CI's
+    40 min) are deselected unless VOLBENCH_LONG_LAB=1: an environment switch rather than
+    a `-m` in addopts, which scripts/test's own `-m shared_boot` would replace."""
+    if os.environ.get("VOLBENCH_LONG_LAB") != "1":
+        long = [item for item in items if item.get_closest_marker("long_lab")]
+        if long:
+            config.hook.pytest_deselected(items=long)
+            items[:] = [item for item in items if item not in long]
     for item in items:
         if "shared_boot" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared_boot)
@@ -164,16 +181,24 @@ def shared_boot(request: pytest.FixtureRequest,
     runs = {name: text for name, text in {
         "thin": thin_experiment(), "precondition": PRECONDITION, "burst": BURST,
         "qmpiscsi": QMP_ISCSI, "pull": PULL, "timeouts": TIMEOUTS, "faults": FAULTS,
-        "rebuild": REBUILD, "commit": COMMIT}.items() if name in wanted}
+        "rebuild": REBUILD, "commit": COMMIT, "powercutrun": POWERCUT_RUN}.items()
+        if name in wanted}
     own = {"guard": LabSpec(disks=GUARD_DISKS, classes=GUARD_CLASSES),
            "nfshop": LabSpec(disks=(NFS_DISK,)), "faultkill": KILL_LAB}
     specs = [spec for name, spec in own.items() if name in wanted]
     for name, text in runs.items():
         (out / f"{name}.yaml").write_text(text)
-        specs.append(lab_of(experiment.load(out / f"{name}.yaml"), name))
+        exp = experiment.load(out / f"{name}.yaml")
+        specs.append(with_cut_log(exp, lab_of(exp, name)))
     (out / "guard.py").write_text(GUARD_SCRIPT)
     (out / "nfshop.py").write_text(NFSHOP_SCRIPT)
     (out / "faultkill.py").write_text(KILLS_SCRIPT)
+    (out / "powercut.py").write_text(POWERCUT_SCRIPT)
+    (out / "powercut.yaml").write_text(POWERCUT)
+    if "powercut" in wanted:  # its disks, and the log disk its cuts need
+        cut = experiment.load(out / "powercut.yaml")
+        specs.append(powercut.with_log_disk(lab_of(cut, "powercut"), sorted(
+            {d for t in cut.targets for d in lab_disks(t)})))
     (out / "kills-plan.json").write_text(json.dumps(kills_plan()))
     (out / "steps.py").write_text(STEPS_SCRIPT)
     for name, doc in {"hop": HOP, "curve": CURVE}.items():
@@ -184,7 +209,11 @@ def shared_boot(request: pytest.FixtureRequest,
         {"name": "guard", "script": str(out / "guard.py"), "args": [str(out)]},
         *({"name": name} for name in runs),
         {"name": "faultkill", "script": str(out / "faultkill.py"), "args": [str(out), str(SEED)]},
+        {"name": "powercut", "script": str(out / "powercut.py"),
+         "args": powercut_args(out, TESTS)},
     ]
+    # The `volbench run` of a power cut last (after the ground truth's script).
+    every.sort(key=lambda step: step["name"] == "powercutrun")
     plan = [step for step in every if step["name"] in wanted]
     (out / "steps-plan.json").write_text(json.dumps(plan))
     disks, classes = _merged(specs)

@@ -140,8 +140,29 @@ def test_write_cache_of_a_class(tmp_path: Path) -> None:
     _, problems = lab({"classes": {"cloud": {"write_cache": "writethrough"}}})
     assert problems == [
         "lab.classes.cloud.write_cache: 'writethrough' is not one of: write-back, "
-        "write-through (did you mean 'write-through'?)"
+        "write-through, lying (did you mean 'write-through'?)"
     ]
+
+
+def test_lying_class_sees_write_back_and_its_flushes_are_free(tmp_path: Path) -> None:
+    spec, problems = lab({"disks": [{"name": "l", "class": "liar"}],
+                          "classes": {"liar": {"iops": 500, "write_cache": "lying",
+                                               "writeback": "2s"}}})
+    assert problems == []
+    opts = qemu_options(spec, [tmp_path / "l.raw"])
+    drive = next(opts[i + 1] for i, o in enumerate(opts) if o == "-drive")
+    device = [opts[i + 1] for i, o in enumerate(opts) if o == "-device"][1]
+    # The guest is offered a write cache (it sends flushes); QEMU drops them.
+    assert ",cache.direct=on,cache.no-flush=on," in drive
+    assert device.endswith(",write-cache=on")
+    described = spec.describe()["disks"][0]
+    assert (described["write_cache"], described["writeback_s"]) == ("lying", 2.0)
+    _, problems = lab({"classes": {"wb": {"write_cache": "write-back", "writeback": "2s"}}})
+    assert problems == ["lab.classes.wb.writeback: only a lying disk has a write-back period "
+                        "of its own (set write_cache: lying, or remove writeback)"]
+    _, problems = lab({"classes": {"l": {"write_cache": "lying", "writeback": "2h"}}})
+    assert problems == ["lab.classes.l.writeback: 7200 s is not between 0.1 s and 1 h "
+                        "(e.g. writeback: 5s)"]
 
 
 def test_bursting_class_becomes_qemu_bucket_options(tmp_path: Path) -> None:

@@ -38,14 +38,15 @@ def test_walk_follows_the_outline_flat_or_grouped_per_workload() -> None:
     assert flat == [p.key if not p.per_workload else f"{p.key}:None" for p in OUTLINE]
     grouped = walk(rec, rep, opts, grouping=rec)  # type: ignore[arg-type]
     group = [p.key for p in OUTLINE if p.per_workload]
-    assert grouped[:5] == ["answer", "verdicts", "warnings", "percent", "phases"]
-    assert grouped[5:5 + 2 * (len(group) + 2)] == [
+    assert grouped[:6] == ["answer", "verdicts", "warnings", "durability", "percent", "phases"]
+    assert grouped[6:6 + 2 * (len(group) + 2)] == [
         "<w>", *(f"{k}:w" for k in group), "</w>", "<v>", *(f"{k}:v" for k in group), "</v>"]
     assert grouped[-2:] == ["runs", "environment"]
     brief = walk(rec, rep, opts, brief=True)  # type: ignore[arg-type]
-    assert brief == ["answer", "verdicts", "warnings", "summary:None", "curves:None"]
-    assert [p.key for p in parts(brief=True)] == ["answer", "verdicts", "warnings", "summary",
-                                                  "curves"]
+    assert brief == ["answer", "verdicts", "warnings", "durability", "summary:None",
+                     "curves:None"]
+    assert [p.key for p in parts(brief=True)] == ["answer", "verdicts", "warnings",
+                                                  "durability", "summary", "curves"]
 
 
 def _db(tmp_path: Path) -> Path:

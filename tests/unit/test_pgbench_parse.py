@@ -29,7 +29,9 @@ from volbench.workloads import pgbench
 from volbench.workloads import pgbench_parse as pp
 
 PG = DATA / "pgbench"
-CAPTURES = sorted(p for p in PG.glob("*/*") if p.suffix not in (".cmd", ".exitcode", ".sql"))
+# .rows and .cut: a power cut's ledger read back (test_pgbench_ledger.py), not pgbench's.
+CAPTURES = sorted(p for p in PG.glob("*/*")
+                  if p.suffix not in (".cmd", ".exitcode", ".sql", ".rows", ".cut"))
 
 
 def metric(metrics: tuple[Metric, ...] | list[Metric], name: str, **tags: str) -> float:
@@ -46,6 +48,9 @@ def series(parsed: tuple[Series, ...], name: str) -> list[tuple[float, float]]:
 
 # What each captured run summary printed: (tps, latency average ms, header fields).
 RUNS: dict[str, tuple[float, float, dict[str, Any]]] = {
+    # Aborted by its server's death (exit code 2): the summary is printed all the same.
+    "15.18/cut-ledger.stdout": (305.303644, 6.516, {"clients": 2, "threads": 1,
+                                                    "duration": 20.0}),
     "15/run-c4-j2-T3-P1.stdout": (3261.545765, 1.223, {"clients": 4, "threads": 2,
                                                        "duration": 3.0, "scale": 2}),
     "15/run-c2-t50.stdout": (2447.561005, 0.817, {"clients": 2, "transactions": 50}),
@@ -140,6 +145,7 @@ INITS: dict[str, tuple[float | None, dict[str, float], int | None]] = {
 UNTIMED_INITS = ("12.22/init-s2-steps-dtvp.stderr",)
 # stderr captures with -P progress lines: (number of lines, first tps).
 PROGRESS = {
+    "15.18/cut-ledger.stderr": (3, 269.0),  # the server killed ~3 s in (a power cut)
     "15/run-c4-j2-T3-P1.stderr": (3, 2992.7),
     "15/run-rate-latency-limit.stderr": (3, 293.0),
     "15/run-prepared-progress-timestamp.stderr": (2, 3438.8),
@@ -153,7 +159,7 @@ PROGRESS = {
     "13.16/run-rate-latency-limit.stderr": (3, 171.8),
     "14.2/run-rate-latency-limit.stderr": (2, 247.0),
 }
-TXLOGS = ("15/run-log-l.thread0.log", "15/run-log-l.thread1.log")
+TXLOGS = ("15/run-log-l.thread0.log", "15/run-log-l.thread1.log", "15.18/cut-ledger.txlog")
 AGGREGATE = {"15/run-log-aggregate.aggregate-log": [815, 2827, 2302],
              "15/run-log-aggregate-rate.aggregate-log": [79, 313, 301]}
 # Outputs that are not a finished run or init: the parsers must refuse them.

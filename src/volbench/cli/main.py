@@ -74,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from volbench import targets
     from volbench.core.units import format_duration, format_size
-    from volbench.engine.plan import closure, make_plan, sync_lines
+    from volbench.engine.plan import closure, cut_summary, make_plan, sync_lines
     from volbench.engine.preflight import preflight
     from volbench.system.proc import command_line
     from volbench.targets import precondition
@@ -111,6 +111,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from volbench.engine.faultrun import plan_lines
 
         for line in plan_lines(exp.workloads, exp.targets, lambda name: closure(exp, name)):
+            print(line)
+        for line in cut_summary(plan, args.runs):
             print(line)
     try:
         preflight(exp, plan)

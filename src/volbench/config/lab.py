@@ -33,6 +33,12 @@ A class also says what a flush costs (`write_cache`):
   an LV over 25 disks waits for 25 of them (fio 4k writes with an fsync each: 503 IOPS
   write-through, 205 write-back), and it varies with the host's load. Choose it to study
   flushes (examples/seed000-flush-fanout.yaml).
+- `lying`: a volatile write cache that acknowledges flushes without doing them, as
+  some consumer drives and controllers do: the guest sees "write back" and sends
+  flushes, which cost nothing (QEMU skips them, cache.no-flush). Under a power cut
+  (docs/durability.md) such a disk keeps only what it had written back at its own last
+  write-back, which it does every `writeback` seconds (default 5 s), whatever the
+  flushes said.
 Seed 000's LVM over 25 disks is where this decides the result (docs/seeds.md).
 
 A class may burst like a cloud disk on credits: `burst_iops` (or `burst_bps`, or the
@@ -71,8 +77,10 @@ DEFAULT_MODULES = (
     "dm-mod", "dm-thin-pool", "raid0", "raid1", "xfs", "nfsd", "iscsi_tcp", "loop",
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-WRITE_BACK, WRITE_THROUGH = "write-back", "write-through"
-WRITE_CACHES = (WRITE_BACK, WRITE_THROUGH)
+WRITE_BACK, WRITE_THROUGH, LYING = "write-back", "write-through", "lying"
+WRITE_CACHES = (WRITE_BACK, WRITE_THROUGH, LYING)
+# How often a lying disk writes its cache back by itself (its only real write-back).
+DEFAULT_WRITEBACK_S = 5.0
 CAP_KEYS = ("iops", "read_iops", "write_iops", "bps", "read_bps", "write_bps")
 # Each burst rate raises the cap of the same name: burst_iops over iops, …
 BURST_KEYS = tuple(f"burst_{k}" for k in CAP_KEYS)
@@ -102,6 +110,14 @@ class DiskClass:
     # Burst rates, by the cap they raise ("iops" -> 2500), and the bucket in seconds.
     bursts: Mapping[str, int] = field(default_factory=dict, kw_only=True)
     burst_seconds: int | None = field(default=None, kw_only=True)
+    # A lying disk's own write-back period, seconds (the only time it makes data durable).
+    writeback_s: float = field(default=DEFAULT_WRITEBACK_S, kw_only=True)
+
+    @property
+    def skips_flushes(self) -> bool:
+        """QEMU never runs this class's flushes: none arrive (write-through) or they are
+        acknowledged and dropped (lying)."""
+        return self.write_cache in (WRITE_THROUGH, LYING)
 
     def caps(self) -> dict[str, int]:
         """The caps, then the burst rates and their length (recorded with the disks)."""
@@ -111,11 +127,19 @@ class DiskClass:
             caps["burst_seconds"] = self.burst_seconds
         return caps
 
+    def cache_facts(self) -> dict[str, Any]:
+        """The write cache as recorded with the disks: the mode, and a lying disk's
+        write-back period."""
+        facts: dict[str, Any] = {"write_cache": self.write_cache}
+        if self.write_cache == LYING:
+            facts["writeback_s"] = self.writeback_s
+        return facts
+
     def qemu_cache(self) -> list[str]:
         """`-drive` cache options: O_DIRECT on the image either way (the host's page cache
         stays out of every measurement); a write-through disk's flushes never reach the
         host's disk (cache.no-flush), or QEMU would fdatasync after every write."""
-        if self.write_cache == WRITE_THROUGH:
+        if self.skips_flushes:
             return ["cache.direct=on", "cache.no-flush=on"]
         return ["cache=none"]
 
@@ -124,6 +148,8 @@ class DiskClass:
         the guest's switch to turn one on (config-wce), so the guest sends no flushes."""
         if self.write_cache == WRITE_THROUGH:
             return ["write-cache=off", "config-wce=off"]
+        if self.write_cache == LYING:
+            return ["write-cache=on"]
         return []
 
     def qemu_throttling(self) -> list[str]:
@@ -148,12 +174,15 @@ def _cap(key: str, burst: bool = False) -> Field[Any]:
 
 
 WRITE_CACHE = Text("write_cache", WRITE_THROUGH, choices=WRITE_CACHES,
-                   help="write-back: the guest sees a volatile cache and sends flushes")
+                   help="write-back: the guest sees a volatile cache and sends flushes; "
+                   "lying: it acknowledges them without doing them")
+WRITEBACK = Duration("writeback", None, when=("write_cache", (LYING,)),
+                     help="a lying disk's own write-back period (5s): all it makes durable")
 BURST_SECONDS = Integer("burst_seconds", None, minimum=1,
                         help="how long a full burst bucket lasts at the burst rate")
 CLASS_FIELDS: tuple[Field[Any], ...] = (
     *(_cap(k) for k in CAP_KEYS), *(_cap(k, burst=True) for k in CAP_KEYS), BURST_SECONDS,
-    WRITE_CACHE)
+    WRITE_CACHE, WRITEBACK)
 DISK_NAME = Text("name", help="the disk's name: /dev/disk/by-id/virtio-NAME in the guest")
 COUNT = Integer("count", 1, minimum=1, maximum=MAX_DISKS,
                 help="this many disks, NAME1, NAME2 …")
@@ -223,7 +252,7 @@ class LabSpec:
                     "class": d.disk_class,
                     "device": d.by_id,
                     "caps": self.disk_class(d).caps(),
-                    "write_cache": self.disk_class(d).write_cache,
+                    **self.disk_class(d).cache_facts(),
                 }
                 for d in self.disks
             ],
@@ -276,12 +305,23 @@ def _bursts(r: Reader, caps: Mapping[str, int | None]) -> tuple[dict[str, int], 
 def _disk_class(r: Reader, name: str, accel: str) -> DiskClass:
     caps = {k: _optional(r, k, rate=k.endswith("bps")) for k in CAP_KEYS}
     bursts, length = _bursts(r, caps)
+    write_cache = r.get(WRITE_CACHE)
+    writeback = DEFAULT_WRITEBACK_S
+    if r.has("writeback"):
+        writeback = r.get(WRITEBACK)
+        if write_cache != LYING:
+            r.problem("writeback", "only a lying disk has a write-back period of its own",
+                      "set write_cache: lying, or remove writeback")
+        elif not 0.1 <= writeback <= 3600:
+            r.problem("writeback", f"{writeback:g} s is not between 0.1 s and 1 h",
+                      "e.g. writeback: 5s")
     cls = DiskClass(
         name,
         *caps.values(),
-        write_cache=r.get(WRITE_CACHE),
+        write_cache=write_cache,
         bursts=bursts,
         burst_seconds=length,
+        writeback_s=writeback,
     )
     r.finish()
     for total, parts in (("iops", ("read_iops", "write_iops")), ("bps", ("read_bps", "write_bps"))):

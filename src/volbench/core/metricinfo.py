@@ -121,6 +121,16 @@ KNOWN: dict[str, MetricInfo] = {
     "ss_range": MetricInfo("range of fio's steady-state window", None, detail=True),
     "ss_slope": MetricInfo("best-fit excursion of fio's steady-state window", None,
                            detail=True),
+    # A power cut (docs/durability.md): what survived is judged by report/durability.py
+    # (cuts that lost data, with Clopper-Pearson bounds), never as a mean of counts.
+    "recovered": MetricInfo("came back after the power cut (1/0)", None, detail=True),
+    "acked_writes": MetricInfo("writes acknowledged before the cut", None, detail=True),
+    "acked_lost": MetricInfo("acknowledged writes lost to the cut", None, detail=True),
+    "torn_blocks": MetricInfo("blocks torn by the cut", None, detail=True),
+    "commits_acked": MetricInfo("commits acknowledged before the cut", None, detail=True),
+    "commits_lost": MetricInfo("acknowledged commits lost to the cut", None, detail=True),
+    "fsck_problems": MetricInfo("filesystem checks with findings after the cut", None,
+                                detail=True),
 }
 
 

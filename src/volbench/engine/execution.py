@@ -23,6 +23,7 @@ from volbench.core.model import Params, Parsed, RunResult, Status
 from volbench.engine.faultphases import fio_offset, phase_metrics
 from volbench.engine.faultrun import FaultRun, recorded
 from volbench.engine.faultverify import VerifyPass
+from volbench.engine.powercutrun import PowerCutRun
 from volbench.stats.windows import with_windows
 from volbench.system import proc, sandbox
 from volbench.system.block import cgroups, diskstats, space
@@ -175,9 +176,11 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
             repetition: int, warmup: bool, ctx: RunContext,
             tracker: proc.ProcessTracker | None, drop: bool,
             extra_annotations: Mapping[str, Any] | None = None,
-            faults: FaultRun | None = None, box: SandboxUser | None = None) -> RunResult:
+            faults: FaultRun | None = None, cut: PowerCutRun | None = None,
+            box: SandboxUser | None = None) -> RunResult:
     """Run one case once and describe the outcome as a RunResult (never raises VolbenchError).
     `faults` fire on their schedule while the process runs and are over when it ends;
+    `cut` (armed already) cuts the power at its moment and counts what survived;
     a sandboxed tool runs as `box`'s user."""
     annotations: dict[str, Any] = dict(extra_annotations or {})
     built = ctx.built
@@ -196,14 +199,19 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
         verify = _verify_pass(workload, params, ctx, tracker) if faults is not None else ""
         if isinstance(verify, VerifyPass):
             inv = verify.measured(inv)
+        if cut is not None:
+            inv = cut.measured(inv, ctx.rundir)
+            write_files(inv)
         if drop:
             annotations.update(settle_caches(inv))
         listed = space.entries(built.path)  # to remove a workload's files if they did not fit
         before = diskstats.read(built.devices)
         cg_before = cgroups.serviced(built.cgroup) if built.cgroup else {}
         busy = activity.snapshot()  # what else the machine does: report/noise.py reads it
-        with faults if faults is not None else nullcontext():
-            done = run_invocation(inv, built, faults.tap(tracker) if faults else tracker, box)
+        scheduled = faults if faults is not None else cut
+        with scheduled if scheduled is not None else nullcontext():
+            done = run_invocation(inv, built, scheduled.tap(tracker) if scheduled else tracker,
+                                  box)
         annotations["activity"] = activity.record(busy, activity.snapshot(),
                                                   done.user_time + done.sys_time, built.cgroup)
         annotations["device_io"] = (diskstats.read(built.devices) - before).as_dict()
@@ -215,12 +223,17 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
     except VolbenchError as exc:
         if faults is not None:
             annotations["faults"] = recorded(faults)
+        if cut is not None:
+            annotations["power_cut"] = cut.recorded()
         return RunResult(target, workload.name, params, repetition, Status.FAILED, started,
                          time.time(), warmup, argv=inv.argv if inv else (), error=str(exc),
                          annotations=annotations)
     outputs = collect_outputs(inv, done)
     if faults is not None:
         annotations["faults"] = recorded(faults)
+    if cut is not None:
+        return _cut_result(target, workload, kind, params, repetition, warmup, ctx, done,
+                           outputs, annotations, cut)
     status, error, parsed = Status.OK, "", Parsed()
     if done.returncode != 0:
         tail = " | ".join(key_lines(done.stderr or done.stdout))
@@ -277,6 +290,30 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                             needed=annotations.get("working_set_bytes"), before=listed)
         if why:
             error = f"{why} [{error[:300]}]"
+    return RunResult(target, workload.name, params, repetition, status, done.started,
+                     done.ended, warmup, argv=done.argv, exit_code=done.returncode,
+                     error=error, parsed=parsed, outputs=outputs, annotations=annotations)
+
+
+def _cut_result(target: str, workload: WorkloadSpec, kind: WorkloadKind, params: Params,
+                repetition: int, warmup: bool, ctx: RunContext, done: proc.Completed,
+                outputs: dict[str, str], annotations: dict[str, Any],
+                cut: PowerCutRun) -> RunResult:
+    """A cut run: the tool's figures up to the cut (its exit code, which the cut forced,
+    says nothing), and the cut's durability figures (docs/durability.md)."""
+    annotations["power_cut"] = cut.recorded()
+    error = cut.error or (cut.outcome.error if cut.outcome is not None else "")
+    if not cut.ended_by_cut():
+        error = error or "the power cut did not happen (the run ended before its moment)"
+    code = 0 if cut.ended_by_cut() else done.returncode
+    parsed = Parsed()
+    try:
+        parsed = kind.parse_output(workload, params, RunOutput(
+            outputs, done.elapsed, done.user_time, done.sys_time, code, ctx.host))
+    except VolbenchError as exc:
+        annotations["power_cut"]["tool_output"] = str(exc)
+    parsed = replace(parsed, metrics=(*parsed.metrics, *cut.metrics()))
+    status = Status.FAILED if error or cut.outcome is None else Status.OK
     return RunResult(target, workload.name, params, repetition, status, done.started,
                      done.ended, warmup, argv=done.argv, exit_code=done.returncode,
                      error=error, parsed=parsed, outputs=outputs, annotations=annotations)

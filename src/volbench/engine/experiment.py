@@ -314,10 +314,15 @@ def parse_document(document: Any, source: str = "experiment",
     problems += shared_device_problems(experiment.targets, experiment.order == "sequential")
     if any(w.faults for w in experiment.workloads):  # the fault kinds load only then
         from volbench.faults.check import problems as fault_problems
+        from volbench.faults.powercheck import problems as power_cut_problems
 
         problems += fault_problems(experiment.targets, experiment.workloads,
                                    [d.by_id for d in experiment.lab.disks]
                                    if experiment.lab else [])
+        problems += power_cut_problems(experiment.targets, experiment.workloads,
+                                       experiment.lab is not None,
+                                       {d.name: d.size for d in experiment.lab.disks}
+                                       if experiment.lab else {})
     _size_problems(r, experiment)
     r.finish()
     if problems:

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from volbench.config.faults import ENDING, UNDONE_BY, FaultSpec
+from volbench.config.faults import ENDING, POWER_CUT, UNDONE_BY, FaultSpec
 from volbench.config.fields import Reader
 from volbench.core.errors import VolbenchError
 from volbench.faults import COMMANDS, make_action, md
@@ -127,7 +127,10 @@ class FaultRun:
         """A tracker passing everything on to `tracker`, noting the measured process's
         PID: the schedule's zero waits for that process's first child (fio's job process,
         forked as its I/O starts; fio's own start-up took 9 s in the loaded lab VM)."""
-        return _Tap(self, tracker)
+        return Tap(self._note_pid, tracker)
+
+    def _note_pid(self, pid: int) -> None:
+        self._pid = pid
 
     def _wait_for_start(self) -> None:
         """Until the measured process has a child (at most START_WAIT_S), then time zero."""
@@ -264,18 +267,29 @@ class FaultRun:
         return event
 
 
-class _Tap:
-    def __init__(self, run: FaultRun, inner: proc.ProcessTracker | None) -> None:
-        self.run, self.inner = run, inner
+class Tap:
+    """A tracker passing everything on to `inner`, telling `note` the first PID it sees
+    (the measured process's: a schedule's clock and what a power cut stops)."""
+
+    def __init__(self, note: Callable[[int], None], inner: proc.ProcessTracker | None) -> None:
+        self.note, self.inner, self.seen = note, inner, False
 
     def process_started(self, pid: int, argv: Sequence[str]) -> object:
-        if self.run._pid is None:
-            self.run._pid = pid
+        """Passed on; the first PID is noted."""
+        if not self.seen:
+            self.seen = True
+            self.note(pid)
         return self.inner.process_started(pid, argv) if self.inner else None
 
     def process_ended(self, token: object) -> None:
+        """Passed on."""
         if self.inner is not None:
             self.inner.process_ended(token)
+
+
+def has_child(pid: int) -> bool:
+    """Has the process forked a child yet (fio's job process: its I/O is starting)?"""
+    return _has_child(pid)
 
 
 def _has_child(pid: int) -> bool:
@@ -317,6 +331,11 @@ def plan_lines(workloads: Sequence[WorkloadSpec], targets: Sequence[TargetSpec],
     lines = []
     for workload in workloads:
         for fault in workload.faults:
+            if fault.action == POWER_CUT:
+                lines.append(f"fault {workload.name} {fault.describe()} -> every measured run "
+                             f"of it, on {', '.join(t.name for t in targets)}: "
+                             f"{COMMANDS[POWER_CUT]}")
+                continue
             spec = concerned(fault, targets)
             runs = [t.name for t in targets if spec is not None and spec.name in on(t.name)]
             lines.append(f"fault {workload.name} {fault.describe()} -> runs on "

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from volbench.faults import md as md_faults  # "fault-md-member"
 from volbench.faults import nfs as nfs_faults  # "fault-nfsd"
+from volbench.faults import powercut  # "powercut-disk", "powercut-cycle"
 from volbench.faults import throttle as throttle_faults  # "fault-throttle"
 from volbench.remote import session as hosts_session
 from volbench.services import postgres  # undo kind "postgres"
@@ -21,7 +22,7 @@ __all__ = ["cgroups", "containment", "devices", "mounts", "postgres", "sandbox"]
 __all__ += ["hosts_session", "multihost"]
 __all__ += ["iscsi_server", "iscsi_target", "lvm_ops", "mdraid_target", "nfs_target"]
 __all__ += ["stack_daemons"]
-__all__ += ["md_faults", "nfs_faults", "throttle_faults"]
+__all__ += ["md_faults", "nfs_faults", "powercut", "throttle_faults"]
 
 
 def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:

@@ -13,16 +13,31 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from volbench.config.faults import POWER_CUT, FaultSpec
 from volbench.config.loadspec import stage
 from volbench.core import syncmode
 from volbench.core.model import Params, case_key
 from volbench.engine.experiment import Experiment
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.workloads import KINDS as WORKLOAD_KINDS
+from volbench.workloads.base import WorkloadSpec
 
 # Fixed costs per run (cache drop, process start, parsing) and per target build.
 RUN_OVERHEAD_S = 0.7
 BUILD_S = 3.0
+# A power cut's arm, take-down, restore, recovery and read-back, in the emulated lab
+# (docs/durability.md: 20-40 s measured per cut of one stack).
+CUT_RECOVERY_S = 40.0
+
+
+def cut_of(spec: WorkloadSpec) -> FaultSpec | None:
+    """The workload's power cut, if it has one."""
+    return next((f for f in spec.faults if f.action == POWER_CUT), None)
+
+
+def cut_moment(fault: FaultSpec) -> float:
+    """When the cut lands on average (a window's middle)."""
+    return (fault.window[0] + fault.window[1]) / 2 if fault.window else fault.at
 
 
 @dataclass(frozen=True)
@@ -76,11 +91,25 @@ class Plan:
     # on) after another (sequential).
     groups: tuple[Group, ...]
 
-    def round(self, repetition: int, *, warmup: bool = False) -> list[PlannedRun]:
-        """All runs of one repetition (or warm-up round), in execution order."""
+    def cuts(self, workload: str) -> int | None:
+        """A power-cut workload's own runs per case (its fault's `repeat`), or None."""
+        fault = cut_of(self.experiment.workload(workload))
+        return int(fault.options["repeat"]) if fault and "repeat" in fault.options else None
+
+    def _counted(self, workload: str, repetition: int, n: int | None) -> bool:
+        """Is `repetition` one of this workload's rounds (n: the others' count)?"""
+        own = self.cuts(workload)
+        limit = own if own is not None else n
+        return limit is None or repetition <= limit
+
+    def round(self, repetition: int, *, warmup: bool = False,
+              n: int | None = None) -> list[PlannedRun]:
+        """All runs of one repetition (or warm-up round), in execution order; with `n`, a
+        power-cut workload whose cuts are fewer than `repetition` has none in it."""
         exp = self.experiment
         runs = [PlannedRun(t.name, c.workload, c.params, repetition, warmup)
-                for c in self.cases for t in exp.targets]
+                for c in self.cases for t in exp.targets
+                if warmup or self._counted(c.workload, repetition, n)]
         if exp.order == "shuffled":
             random.Random(f"{self.seed}-{repetition}-{warmup}").shuffle(runs)
             # A load step needs its round's saturation run, a probe the steps before it.
@@ -94,8 +123,10 @@ class Plan:
         out: list[PlannedRun] = []
         for w in range(1, exp.warmup + 1):
             out += self.round(w, warmup=True)
-        for rep in range(1, n + 1):
-            out += self.round(rep)
+        # A power cut's `repeat` is its cases' own count, whatever the others run.
+        rounds = max([n, *(c for w in exp.workloads if (c := self.cuts(w.name)))])
+        for rep in range(1, rounds + 1):
+            out += self.round(rep, n=n)
         if exp.order == "sequential":
             order = {t.name: i for i, t in enumerate(exp.targets)}
             out.sort(key=lambda r: order[r.target])  # stable: keeps rounds in order
@@ -111,9 +142,14 @@ class Plan:
         return total + sum(self.run_estimate(run) for run in self.runs(repetitions))
 
     def run_estimate(self, run: PlannedRun) -> float:
-        """Seconds one run should take: its tool's estimate and the fixed cost of a run."""
+        """Seconds one run should take: its tool's estimate and the fixed cost of a run; a
+        cut run ends at its cut, then the machine recovers."""
         spec = self.experiment.workload(run.workload)
-        return WORKLOAD_KINDS[spec.tool].estimate(spec, run.params) + RUN_OVERHEAD_S
+        seconds = WORKLOAD_KINDS[spec.tool].estimate(spec, run.params)
+        cut = cut_of(spec) if not run.warmup else None
+        if cut is not None:
+            seconds = min(seconds, cut_moment(cut)) + CUT_RECOVERY_S
+        return seconds + RUN_OVERHEAD_S
 
     def loop_devices(self) -> int:
         """Loop devices in use at the same time (the largest group)."""
@@ -167,6 +203,26 @@ def build_order(experiment: Experiment) -> list[str]:
         done.append(ready)
         pending.remove(ready)
     return done
+
+
+def cut_summary(plan: Plan, repetitions: int | None = None) -> list[str]:
+    """How many runs the power cuts cut and how long they take with their recoveries
+    (`volbench plan`)."""
+    exp = plan.experiment
+    out = []
+    for spec in exp.workloads:
+        fault = cut_of(spec)
+        if fault is None:
+            continue
+        runs = [r for r in plan.runs(repetitions) if r.workload == spec.name and not r.warmup]
+        each = sum(min(WORKLOAD_KINDS[spec.tool].estimate(spec, r.params), cut_moment(fault))
+                   + CUT_RECOVERY_S for r in runs)
+        cases = len({r.case_key for r in runs})
+        out.append(f"power cuts of {spec.name}: {len(runs)} run(s) cut "
+                   f"({len(runs) // max(1, cases)} per case, on {cases} target-case "
+                   f"pair(s)), about {each / 60:.0f} min with their recoveries "
+                   f"(~{CUT_RECOVERY_S:g} s each in the lab)")
+    return out
 
 
 def sync_lines(plan: Plan) -> list[str]:

@@ -31,7 +31,7 @@ from volbench.core.errors import (
     key_lines,
 )
 from volbench.core.model import RunResult, Status, canonical_json
-from volbench.engine import adaptive, curves
+from volbench.engine import adaptive, curves, cutrun
 from volbench.engine.execution import measure, prepare, prepare_rundir, run_invocation
 from volbench.engine.experiment import Experiment
 from volbench.engine.faultrun import FaultRun, bind
@@ -41,6 +41,7 @@ from volbench.engine.preflight import preflight as preflight
 from volbench.engine.preflight import program_versions as program_versions
 from volbench.engine.preflight import required_tools
 from volbench.engine.steadyrounds import unsteady
+from volbench.faults.powercut import Power
 from volbench.store import location
 from volbench.store.db import Store
 from volbench.store.location import Location
@@ -168,6 +169,9 @@ class Session:
         self.host = HostFacts(os.geteuid(), hostinfo.memory_bytes() or None)
         # Load-curve steps' rates, resolved as their saturation runs end (curves.py).
         self.resolver = curves.Resolver(curves.sla_lookup(exp.workloads))
+        # Power cuts: the lab disks wrapped once for the experiment (cutrun.py).
+        self.power: Power | None = None
+        self.redirect: dict[str, str] = {}
 
     def rundir(self, label: str) -> Path:
         """A run directory path under the work directory that no earlier call returned
@@ -191,7 +195,7 @@ class Session:
             scope = self.journal.scope()
             recipe = Recipe(tracker=scope)
             ctx = BuildContext(scope, recipe, make_dir(scope, self.workdir / name),
-                               {d: built[d] for d in spec.on})
+                               {d: built[d] for d in spec.on}, redirect=self.redirect)
             try:
                 built[name] = stack.enter_context(open_target(spec, ctx))
             except VolbenchError as exc:
@@ -351,10 +355,14 @@ class Session:
             extra["working_set_bytes"] = working_set
         if service is not None and service.info:
             extra["service"] = dict(service.info)
+        cut = cutrun.for_run(self, run, spec, built, service, rundir)
+        if isinstance(cut, str):
+            return self._failed(run, cut)
         result = measure(target=run.target, workload=spec, kind=kind, params=run.params,
                          repetition=run.repetition, warmup=run.warmup, ctx=ctx,
                          tracker=self.journal, drop=self.exp.drop_caches,
-                         extra_annotations=extra, faults=self.faults_for(run, spec),
+                         extra_annotations=extra,
+                         faults=None if cut else self.faults_for(run, spec), cut=cut,
                          box=self.box)
         if load is not None:
             result = self.resolver.record(result, load, curves.sla_lookup([spec])(spec.name))
@@ -531,6 +539,7 @@ def _claimed_run(exp: Experiment, plan: Plan, store: Store, experiment_id: int,
             containment.begin(scope)  # every process of the run, ended at teardown
             workdir = _make_workdir(exp, scope, experiment_id)
             session = Session(exp, plan, store, experiment_id, progress, jrnl, workdir)
+            cutrun.wrap_disks(session, scope)
             if any(WORKLOAD_KINDS[w.tool].sandboxed for w in exp.workloads):
                 session.box = sandbox.create(scope)  # removed when the scope closes
             if done:  # resumed: load-curve steps resolve from the saturation runs stored

@@ -56,6 +56,13 @@ COMMANDS = {
                "(vbfill until the pool is full); lvchange --errorwhenfull y|n VG/pool",
     "free": "lvremove VG/vbfill VG/vbsnap; lvchange --refresh VG/pool; --errorwhenfull and "
             "no_space_timeout as they were",
+    "power-cut": "before the run: each lab disk's state kept as its base (the host copies "
+                 "its image), its dm table swapped to log-writes; at the cut: every disk "
+                 "suspended, then an error table; the stack taken down; each image put back "
+                 "to what its disk had made durable; the stack brought back (mdadm "
+                 "--assemble, vgchange -ay, mount, fsck -n, exportfs, rpc.nfsd, PostgreSQL's "
+                 "crash recovery); the probe's and pgbench's acknowledged writes counted "
+                 "(docs/durability.md)",
 }
 
 

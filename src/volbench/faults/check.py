@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from volbench.config.faults import FaultSpec
+from volbench.config.faults import POWER_CUT, FaultSpec
 from volbench.config.fields import did_you_mean
 from volbench.core.errors import Problem
 from volbench.faults import DM_TABLE, TARGET_TYPES, THROTTLED
@@ -36,6 +36,8 @@ def problems(targets: Sequence[TargetSpec], workloads: Sequence[WorkloadSpec],
     found: list[Problem] = []
     for w, workload in enumerate(workloads):
         for i, fault in enumerate(workload.faults):
+            if fault.action == POWER_CUT:  # names nothing: faults/powercheck.py
+                continue
             where = f"workloads[{w}].faults[{i}]"
             found += _fault_problems(where, fault, targets, inside_lab() or
                                      fault.device in lab_disks)

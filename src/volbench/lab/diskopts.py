@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from volbench.config.lab import WRITE_THROUGH, DiskClass, LabSpec
+from volbench.config.lab import DiskClass, LabSpec
 
 # Disks go behind PCI bridges: bus 0 has room for ~21 devices next to vng's own.
 SLOTS_PER_BRIDGE = 31
@@ -72,7 +72,7 @@ def qemu_disk_options(spec: LabSpec, index: int, image: Path) -> list[str]:
 
 def blockdev_args(cls: DiskClass, index: int, image: Path) -> dict[str, Any]:
     """QMP blockdev-add arguments: the image again, cached as the class's -drive is."""
-    cache = {"direct": True, "no-flush": cls.write_cache == WRITE_THROUGH}
+    cache = {"direct": True, "no-flush": cls.skips_flushes}
     return {"driver": "raw", "node-name": node_id(index), "cache": cache,
             "file": {"driver": "file", "filename": str(image), "aio": "threads",
                      "cache": cache}}

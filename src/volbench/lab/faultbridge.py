@@ -12,6 +12,8 @@ nothing else can be asked.
     pull    device_del labdev<i>, then wait until QEMU has deleted it (the guest let go)
     return  a pulled disk plugged back (blockdev-add, device_add at its old slot, same
             serial), then block_set_io_throttle with the class's caps and bursts
+    power-base, power-restore
+            a power cut's disks (lab/cutdisks.py): no QMP, the images themselves
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from volbench.config.lab import DiskClass, LabSpec
-from volbench.lab import diskopts
+from volbench.lab import cutdisks, diskopts
 from volbench.lab.errors import LabError
 from volbench.lab.qmp import Qmp
 
@@ -211,8 +213,11 @@ class FaultBridge:
         reply: dict[str, Any]
         try:
             request = json.loads(path.read_text())
-            with self.connect(self.socket_path) as qmp:
-                reply = serve(qmp, self.spec, self.images, request)
+            if request.get("action") in cutdisks.ACTIONS:
+                reply = cutdisks.serve(self.spec, self.images, request)
+            else:
+                with self.connect(self.socket_path) as qmp:
+                    reply = serve(qmp, self.spec, self.images, request)
         except (LabError, OSError, ValueError) as exc:
             reply = {"error": str(exc)}
         path.unlink(missing_ok=True)

@@ -32,6 +32,9 @@ from typing import Any
 from volbench.config.lab import LabSpec, referenced_disks
 from volbench.core.errors import ExperimentError, Problem
 from volbench.engine import experiment
+from volbench.faults import powercut
+from volbench.faults.powercheck import has_power_cut
+from volbench.faults.powerstack import lab_disks
 from volbench.lab.errors import LabError
 from volbench.lab.events import PROGRESS, following
 from volbench.lab.vm import DEFAULT_WORKDIR, LabResult, run_in_vm
@@ -132,7 +135,7 @@ def run_experiment_in_lab(
     """Run `volbench run FILE CLI_ARGS…` in the lab described by FILE's `lab:` section;
     `on_progress` gets each progress event of the guest's run (lab/events.py)."""
     exp = experiment.load(file)
-    lab = lab_of(exp, str(file))
+    lab = with_cut_log(exp, lab_of(exp, str(file)))
     base = (workdir or DEFAULT_WORKDIR).resolve()
     base.mkdir(parents=True, exist_ok=True)
     console_log = db.with_name(db.stem + "-lab-console.log")
@@ -166,6 +169,14 @@ def run_experiment_in_lab(
             )
         return LabRunOutcome(result.returncode, brought, console_log, result,
                              kept_aside=changed and brought is not None)
+
+
+def with_cut_log(exp: experiment.Experiment, lab: LabSpec) -> LabSpec:
+    """The lab with the log disk its power cuts need (faults/powercut.py), if it has any."""
+    if not has_power_cut(exp.workloads):
+        return lab
+    names = sorted({d for t in exp.targets for d in lab_disks(t)})
+    return powercut.with_log_disk(lab, names)
 
 
 def _bring_back(shared: Path, db: Path) -> Path | None:

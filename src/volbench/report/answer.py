@@ -19,7 +19,7 @@ from volbench.core import metricinfo, syncmode
 from volbench.core.headline import commit_rank, headline
 from volbench.core.model import params_key
 from volbench.core.units import format_value
-from volbench.report import noise, phaseview, readable
+from volbench.report import durability, noise, phaseview, readable
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.table import value_order
@@ -187,6 +187,16 @@ def case_answers(report: Report) -> list[CaseAnswer]:
 
 
 def _verdict_cell(report: Report, answer: CaseAnswer, s: CaseSummary) -> str:
+    """The verdict, and what power cuts lost: a target that is faster and loses
+    acknowledged writes is never plainly "faster" (report/durability.py)."""
+    found = durability.lookup(report.durability).get(
+        (s.target, s.workload, params_key(dict(s.params))))
+    cut = durability.short(found) if found is not None else ""
+    speed = _speed_cell(report, answer, s)
+    return " — ".join(p for p in (speed, cut) if p)
+
+
+def _speed_cell(report: Report, answer: CaseAnswer, s: CaseSummary) -> str:
     if len(report.target_order()) < 2:
         return ""  # one target: nothing to compare, no "baseline" to name
     if s.target == report.baseline:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from volbench.core import metricinfo as metrics
 from volbench.core.model import RunResult, Series, Status, canonical_json, params_key
 from volbench.core.units import format_size, format_value
-from volbench.report import answer, curveview, forest, phaseview, svg, timeline
+from volbench.report import answer, curveview, durabilityview, forest, phaseview, svg, timeline
 from volbench.report.cases import CaseSummary
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -290,7 +290,8 @@ def series_charts(report: Report, workload: str, options: ReportOptions) -> list
             meta[key] = (label, f"{series.name} {_tags_text(series.tags)}".strip(), series.unit)
             spans = tuple((st.start, st.end) for st in stalls.get((series.name, tags), ()))
             bursts = _windows(run, series)
-            faults = phaseview.windows(run, series, timeline.level_text)
+            faults = (*phaseview.windows(run, series, timeline.level_text),
+                      *durabilityview.cut_window(run, series))
             kinds.setdefault(key, set()).update(
                 (["burst"] if bursts else []) + (["fault"] if faults else []))
             cases.setdefault(key, []).append(

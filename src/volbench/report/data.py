@@ -29,6 +29,7 @@ from volbench.report import (
     checks,
     commitsettings,
     curves,
+    durability,
     labburst,
     readable,
     steadiness,
@@ -73,7 +74,8 @@ def needed_metrics(kinds: Iterable[tuple[str, str]], options: ReportOptions) -> 
     steady-state figures (steadiness: without them a `volbench report` of a
     `steady: {within: run}` experiment said nothing of it, issue 32)."""
     return ({name for name, unit in kinds if selected(name, unit, options.metrics)}
-            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *SS_METRICS})
+            | {"io_bytes", *timeline.SECONDS, *FAULT_METRICS, *SS_METRICS,
+               *durability.METRICS})
 
 
 # The faults' whole-run metrics the phase table (phaseview.py) shows: read with every report.
@@ -101,6 +103,8 @@ class Report:
     time_lines: list[TimeLine] = field(default_factory=list)
     # Load curves (report/curves.py); their figures are in `summaries` too.
     curves: list[curves.Curve] = field(default_factory=list)
+    # Power cuts per case (report/durability.py): what was acknowledged and then lost.
+    durability: list[durability.DurabilityRow] = field(default_factory=list)
     options: ReportOptions = field(default_factory=ReportOptions)
     export: RunExport | None = None
     _varying: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -219,6 +223,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
     report.verdicts = verdicts.against_baseline(judged, report.baseline, report.thresholds,
                                                 report.design)
     report.percentiles = merged_percentiles(runs, totals)
+    report.durability = durability.rows(runs)
     regimes = timeline.run_regimes(runs)
     report.time_lines = [*timestory.time_lines(runs, regimes, labels), *steady.lines]
     for index, run in enumerate(runs):
@@ -248,6 +253,7 @@ def _build(experiments: list[ExperimentRow], targets: list[TargetRow], runs: lis
         *steady.warnings,
         *labburst.short_runs(runs, targets, report.environment, labels),
         *commitsettings.warnings(runs, names),
+        *durability.warnings(report.durability),
     ]
     return report
 

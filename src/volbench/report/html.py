@@ -11,7 +11,7 @@ import html
 from importlib import resources
 
 from volbench import __version__
-from volbench.report import answer, charts, curveview, phaseview, targetstate
+from volbench.report import answer, charts, curveview, durabilityview, phaseview, targetstate
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
 from volbench.report.outline import OUTLINE, walk
@@ -197,6 +197,18 @@ class _Page:
         items = [f'<li><span class="kind">{esc(w.kind)}</span> {esc(w.message)}</li>'
                  for w in report.warnings]
         return self._section("warnings", title, ['<ul class="warnings">', *items, "</ul>"])
+
+    def durability(self, report: Report, options: ReportOptions) -> list[str]:
+        table = durabilityview.table(report.durability, {
+            w: report.varying_params(w) for w in report.workloads()})
+        if not table.rows:
+            return []
+        return self._section("durability", table.title, [
+            "<p>Each cut: the power off at a moment under writes, every disk keeping what "
+            "it had made durable, the stack brought back as after a reboot, and the "
+            "writes and commits it had acknowledged before the cut read back "
+            "(docs/durability.md). The time-series charts below mark each cut.</p>",
+            render_table(table, self.ids("durability-table"))])
 
     def percent(self, report: Report, options: ReportOptions) -> list[str]:
         percent = percent_table(report, options.metrics)

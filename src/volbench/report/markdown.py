@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from volbench.report import answer, phaseview, targetstate
+from volbench.report import answer, durabilityview, phaseview, targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -74,6 +74,11 @@ class MarkdownExporter:
         if not report.warnings:
             return []
         return ["## Warnings", "", *(f"- {_escape(w.message)}" for w in report.warnings), ""]
+
+    def durability(self, report: Report, options: ReportOptions) -> list[str]:
+        table = durabilityview.table(report.durability, {
+            w: report.varying_params(w) for w in report.workloads()})
+        return _section(table.title, table)
 
     def percent(self, report: Report, options: ReportOptions) -> list[str]:
         percent = percent_table(report, options.metrics)

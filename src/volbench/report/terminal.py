@@ -3,7 +3,7 @@ verdict tables, warnings and summary after it."""
 
 from __future__ import annotations
 
-from volbench.report import answer, targetstate
+from volbench.report import answer, durabilityview, targetstate
 from volbench.report.curveview import curve_tables
 from volbench.report.data import Report
 from volbench.report.options import ReportOptions
@@ -86,6 +86,11 @@ class TerminalExporter:
         if not report.warnings:
             return []
         return ["", "Warnings", *(f"- {w.message}" for w in report.warnings)]
+
+    def durability(self, report: Report, options: ReportOptions) -> list[str]:
+        table = durabilityview.table(report.durability, {
+            w: report.varying_params(w) for w in report.workloads()})
+        return ["", table.title, render_table(table)] if table.rows else []
 
     def summary(self, report: Report, options: ReportOptions, workload: str | None
                 ) -> list[str]:

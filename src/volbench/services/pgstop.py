@@ -88,6 +88,26 @@ def stop(data: Mapping[str, Any]) -> None:
     _drop_shared_memory(shm, pid)
 
 
+def kill(data: Mapping[str, Any]) -> None:
+    """A power cut: the postmaster journaled in `data` and every server process it started
+    end at once (SIGKILL, children first found by parent PID: they call setsid()). No
+    shutdown of any kind runs; the shared memory segment is left for the next postmaster,
+    which removes a dead one's segment itself."""
+    pid, start = data.get("pid"), data.get("start")
+    if pid is None or not _running(int(pid), start):
+        return
+    pid = int(pid)
+    children = _children(pid)
+    procfs.signal_pid(pid, signal.SIGKILL)
+    for child, _ in children:
+        procfs.signal_pid(child, signal.SIGKILL)
+
+    def left() -> list[int]:
+        return [p for p, ticks in [(pid, start), *children] if _running(p, ticks)]
+
+    _wait_until(lambda: not left(), 10.0)
+
+
 def _drop_shared_memory(shm_line: str, pid: int) -> None:
     """Remove the SysV segment a killed postmaster left (a clean stop removes it itself)."""
     parts = shm_line.split()

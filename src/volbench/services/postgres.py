@@ -44,7 +44,8 @@ from typing import Any
 from volbench.core.errors import ResourceError
 from volbench.core.model import digest
 from volbench.services import pghba, pgrole, pgsettings
-from volbench.services.pgstop import stop
+from volbench.services.crashhooks import CrashHooks
+from volbench.services.pgstop import kill, stop
 from volbench.system import proc, procfs
 from volbench.system.block.mounts import make_tree
 from volbench.system.host import hostinfo, pgfind
@@ -163,6 +164,8 @@ class Server:
     pid: int
     bindir: Path
     info: Mapping[str, Any]
+    # A power cut's end of the server and its start on what the disks kept.
+    crash_hooks: CrashHooks | None = None
 
     @property
     def sockdir(self) -> Path:
@@ -206,6 +209,7 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
     _write_access(datadir, tcp, sandbox_user, recipe)
     entry = scope.add("postgres", datadir=str(datadir), home=str(home))
     server: proc.Background | None = None
+    running: _Running | None = None
     try:
         server, port = _start([str(bindir / "postgres"), "-D", str(datadir)], config, home,
                               built, scope, entry, recipe, tcp)
@@ -219,13 +223,69 @@ def cluster(config: ClusterConfig, scope: Scope, built: Built, workdir: Path,
                            "pg_hba": tcp.hba_lines()[1:]}
         info.update(datadir=str(datadir), port=port, pid=server.pid, recipe=recipe.steps)
         (home / FACTS).write_text(json.dumps(info, indent=1, sort_keys=True))
-        yield Server(datadir, home, port, server.pid, bindir, info)
+        running = _Running(server, [str(bindir / "postgres"), "-D", str(datadir),
+                                    *_server_args(config, home, port, tcp)],
+                           home, built, scope, entry)
+        yield Server(datadir, home, port, server.pid, bindir, info,
+                     CrashHooks(running.crash, running.start))
     finally:
         try:
             scope.release(entry)
         finally:
             if server is not None:
-                _reap(server)
+                _reap(running.server if running is not None else server)
+
+
+class _Running:
+    """The cluster's postmaster as a power cut sees it: killed with every server process
+    (SIGKILL: no shutdown, no checkpoint), then started again on the same data directory
+    and port, where it runs crash recovery from the WAL the disks kept."""
+
+    def __init__(self, server: proc.Background, argv: list[str], home: Path, built: Built,
+                 scope: Scope, entry: Entry) -> None:
+        self.server, self.argv, self.home, self.built = server, argv, home, built
+        self.scope, self.entry = scope, entry
+
+    def crash(self) -> None:
+        kill(self.entry.data)
+        _reap(self.server)
+
+    def start(self) -> dict[str, Any]:
+        """Start, wait until ready (crash recovery done), answer a query: the facts, or
+        ResourceError with the server log's end when it does not come back."""
+        started = time.monotonic()
+        datadir = Path(self.entry.data["datadir"])
+        log = self.home / LOG
+        before = log.stat().st_size if log.exists() else 0
+        self.server = proc.start(self.argv, log=log, cwd=datadir, cgroup=self.built.cgroup,
+                                 user=PG_USER)
+        self.scope.update(self.entry, pid=self.server.pid,
+                          start=procfs.start_ticks(self.server.pid))
+        problem = _wait_ready(self.server, datadir)
+        text = log.read_text(errors="replace")[before:] if log.exists() else ""
+        if problem is not None:
+            raise ResourceError(f"PostgreSQL did not recover after the power cut: {problem}; "
+                                "server log: " + " | ".join(text.strip().splitlines()[-6:]))
+        ready = time.monotonic() - started
+        query = proc.run([str(Path(self.argv[0]).parent / "psql"), "-X", "-At",
+                          "-h", str(self.home / "sock"), "-p", _port_of(self.argv), "-U", PG_USER,
+                          "-d", "postgres", "-c", "SELECT 1"], timeout=READY_TIMEOUT,
+                         check=False)
+        if query.returncode != 0:
+            raise ResourceError("PostgreSQL started after the power cut but does not answer: "
+                                + query.stderr.strip()[-300:])
+        return {"ready_s": round(ready, 3), "first_query_s": round(time.monotonic() - started, 3),
+                "pid": self.server.pid,
+                "recovery_log": [ln for ln in text.splitlines()
+                                 if "redo" in ln or "recover" in ln or "checkpoint" in ln][-8:]}
+
+
+def _port_of(argv: list[str]) -> str:
+    """The port among a server's `-c name=value` arguments."""
+    for arg in argv:
+        if arg.startswith("port="):
+            return arg.split("=", 1)[1]
+    raise ResourceError("the PostgreSQL command line has no port")
 
 
 def _private_dir(scope: Scope, path: Path, sandbox_user: str | None = None) -> Path:

@@ -432,6 +432,9 @@ class Background:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
     def output(self) -> str:
         try:
             return self.log.read_text(errors="replace")
@@ -449,6 +452,59 @@ class Background:
         if self.tracker is not None:
             self.tracker.process_ended(self.token)
         return code
+
+
+class _Spawner:
+    """Forks background processes from one thread that lasts as long as volbench.
+
+    The kernel sends the parent-death signal (PR_SET_PDEATHSIG) when the *thread* that
+    forked the child ends, not the process: a server started from a short-lived worker
+    thread (a stack brought back after a power cut, faults/powerstack.py) was SIGKILLed
+    as soon as that thread finished (seen in the lab: PostgreSQL answered its first query
+    after recovery, then refused every connection)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: list[tuple[Callable[[], object], dict[str, object], threading.Event]] = []
+        self.ready = threading.Condition(self.lock)
+        self.thread: threading.Thread | None = None
+
+    def call(self, make: Callable[[], object]) -> object:
+        box: dict[str, object] = {}
+        done = threading.Event()
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._serve, name="volbench-spawner",
+                                               daemon=True)
+                self.thread.start()
+            self.jobs.append((make, box, done))
+            self.ready.notify()
+        done.wait()
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]
+
+    def _serve(self) -> None:
+        while True:
+            with self.lock:
+                while not self.jobs:
+                    self.ready.wait()
+                make, box, done = self.jobs.pop(0)
+            try:
+                box["value"] = make()
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+            done.set()
+
+
+_spawner = _Spawner()
+
+
+def _from_lasting_thread(make: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """`make()` on a thread that lives as long as volbench (see _Spawner)."""
+    if threading.current_thread() is threading.main_thread():
+        return make()
+    return _spawner.call(make)  # type: ignore[return-value]
 
 
 def start(
@@ -469,11 +525,11 @@ def start(
     hold = _Hold()
     try:
         with open(log, "ab") as logf:
-            popen = subprocess.Popen(
+            popen = _from_lasting_thread(lambda: subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                 cwd=cwd, env=base_env({**(env or {}), COMMAND_TAG: tag}),
                 start_new_session=True, preexec_fn=_preexec(_join_file(cgroup), _identity(user)),
-            )
+            ))
     except BaseException:
         hold.release()
         raise
@@ -486,3 +542,77 @@ def start(
         background.stop()
         raise
     return background
+
+
+@dataclass
+class Forked:
+    """A function of this program running in a forked child: no exec, so no interpreter
+    start (seconds in the emulated lab guest) for a small loop like the power cut's
+    probe writer. Its own process group; the parent-death signal set; the cgroup joined."""
+
+    name: str
+    pid: int
+    tracker: ProcessTracker | None
+    token: object = None
+    returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                if self.tracker is not None:
+                    self.tracker.process_ended(self.token)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code, or None if it still runs after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.returncode
+
+    def stop(self, grace: float = 0.0) -> int:
+        """End it (SIGTERM, then SIGKILL after `grace`; SIGKILL at once without) and reap."""
+        if self.poll() is None:
+            if grace > 0:
+                procfs.signal_group(self.pid, signal.SIGTERM)
+                self.wait(grace)
+            procfs.signal_group(self.pid, signal.SIGKILL)
+        while self.poll() is None:
+            time.sleep(0.02)
+        return int(self.returncode or 0)
+
+
+def fork_call(fn: Callable[[], None], *, name: str, cgroup: Path | None = None,
+              tracker: ProcessTracker | None = None) -> Forked:
+    """Run `fn()` in a forked child (exit code 0 when it returns, 1 when it raises).
+
+    The child must not take locks another thread of this process may hold (it has only
+    the calling thread): system calls, its own files, no logging, no printing to this
+    process's streams. It runs with default SIGTERM/SIGINT handling."""
+    if _executor is not None:
+        raise AssertionError(f"{name}: no forked process under a fake executor")
+    hold = _Hold()
+    try:
+        pid = os.fork()
+    except BaseException:
+        hold.release()
+        raise
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.setsid()
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)
+            _preexec(_join_file(cgroup), _Identity())()
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    forked = Forked(name, pid, tracker)
+    try:
+        forked.token = tracker.process_started(pid, ["(forked)", name]) if tracker else None
+    finally:
+        hold.release()
+    return forked

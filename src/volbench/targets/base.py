@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +68,8 @@ class BuildContext:
     deps: dict[str, Built] = field(default_factory=dict)
     # What preconditioning did (discard, fill: devices, bytes, seconds), for the info.
     preconditioned: dict[str, Any] = field(default_factory=dict)
+    # Listed disks used through another device (a lab disk wrapped for power cuts).
+    redirect: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def parse(r: Reader, name: str, limits: Limits) -> DiskSpec:
 def build(spec: DiskSpec, ctx: BuildContext) -> Iterator[Built]:
     """Build the layout and yield it; everything made is journaled in ctx.scope before
     it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
-    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
+    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir, ctx.redirect)[0]
     info: dict[str, object] = {"fs": spec.fs.fs, "disk": disk.as_info()}
     built = present(ctx, spec, spec.fs, disk.device, [disk.device], info)
     if built.path is None and disk.listed:

@@ -127,7 +127,7 @@ def _backing(spec: IscsiSpec, ctx: BuildContext) -> tuple[str, list[str], dict[s
         device = os.path.realpath(base.block_device)
         return device, list(base.devices), {"target": base.name, "type": base.type}
     assert spec.source is not None
-    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
+    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir, ctx.redirect)[0]
     return disk.device, [disk.device], {"disk": disk.as_info()}
 
 

@@ -274,7 +274,7 @@ def build(spec: LvmSpec, ctx: BuildContext) -> Iterator[Built]:
         ("dm-thin-pool",) if spec.layout in THIN else (),
     )
     require("lvm")
-    disks = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)
+    disks = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir, ctx.redirect)
     vg = blockstack.unique_name("vb", spec.name)
     pvs = [d.device for d in disks]
     lvmops.create_vg(ctx.scope, ctx.recipe, vg, [blockstack.member_record(d) for d in disks])

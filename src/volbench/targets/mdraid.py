@@ -155,7 +155,7 @@ def build(spec: MdSpec, ctx: BuildContext) -> Iterator[Built]:
     it is used, so leaving the block, or `volbench cleanup` after a crash, undoes it."""
     blockstack.require_feature("md RAID", f"target {spec.name} (mdraid)", (spec.level,))
     require("mdadm")
-    disks = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)
+    disks = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir, ctx.redirect)
     name = blockstack.unique_name("vb", spec.name, limit=16)
     node = create_array(
         ctx.scope, ctx.recipe, spec, name, [blockstack.member_record(d) for d in disks]

@@ -340,7 +340,7 @@ def _exported_fs(spec: NfsSpec, ctx: BuildContext) -> tuple[Path, list[str], dic
             )
         return base.path, list(base.devices), {"target": base.name, "type": base.type}
     assert spec.source is not None
-    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir)[0]
+    disk = provide(ctx.scope, ctx.recipe, spec.source, ctx.workdir, ctx.redirect)[0]
     mnt = make_and_mount(ctx.scope, ctx.recipe, spec.fs, [disk.device], ctx.workdir / "export-fs")
     return mnt, [disk.device], {"disk": disk.as_info(), "fs": spec.fs.fs}
 

@@ -26,6 +26,7 @@ from volbench.config.spec import Field
 from volbench.config.steady import SteadySpec
 from volbench.core.errors import ParseError, Problem
 from volbench.core.model import Params, Parsed, Scalar
+from volbench.services.crashhooks import CrashHooks
 from volbench.system.journal import Scope
 from volbench.targets.base import Built
 
@@ -129,6 +130,8 @@ class ServiceHandle:
     values: Mapping[str, str]
     # Settings and facts to record with every run that used it.
     info: Mapping[str, Any] = field(default_factory=dict)
+    # How a power cut ends its server and starts it again (None: it cannot be cut).
+    crash_hooks: CrashHooks | None = None
 
 
 @dataclass(frozen=True)

@@ -262,7 +262,7 @@ def open_service(spec: PgbenchSpec, params: Params, ctx: ServiceContext
         return
     with postgres.cluster(spec.cluster, ctx.scope, ctx.built, ctx.workdir,
                           sandbox_user=ctx.sandbox_user) as server:
-        yield ServiceHandle(server.values(), dict(server.info))
+        yield ServiceHandle(server.values(), dict(server.info), server.crash_hooks)
 
 
 # -- results ----------------------------------------------------------------------------

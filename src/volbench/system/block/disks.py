@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -249,8 +249,12 @@ def parse_source(r: Reader, rules: SourceRules = SourceRules(), **overrides: Any
     return DiskSource((), count, size, r.get(PREALLOCATE))
 
 
-def provide(scope: Scope, recipe: Recipe, source: DiskSource, workdir: Path) -> list[Disk]:
-    """The target's devices: fresh loop disks, or listed disks that passed the guard."""
+def provide(scope: Scope, recipe: Recipe, source: DiskSource, workdir: Path,
+            redirect: Mapping[str, str] | None = None) -> list[Disk]:
+    """The target's devices: fresh loop disks, or listed disks that passed the guard.
+
+    `redirect` maps a listed path to the device to use in its place (a lab disk wrapped
+    for power cuts: faults/powercut.py); the disk is recorded under the path listed."""
     if not source.is_listed:
         found = []
         for i in range(source.count):
@@ -260,15 +264,18 @@ def provide(scope: Scope, recipe: Recipe, source: DiskSource, workdir: Path) -> 
             device = attach_loop(scope, recipe, image)
             found.append(Disk(device, "loop", image=str(image), size=source.size))
         return found
-    return _provide_listed(recipe, source.listed)
+    return _provide_listed(recipe, source.listed, redirect or {})
 
 
-def _provide_listed(recipe: Recipe, listed: Sequence[ListedDisk]) -> list[Disk]:
+def _provide_listed(recipe: Recipe, listed: Sequence[ListedDisk],
+                    redirect: Mapping[str, str]) -> list[Disk]:
     # Every disk is checked before any is touched: a refusal of the last one must not
     # leave the first one wiped.
     checked: list[tuple[ListedDisk, guard.DeviceFacts]] = []
     for disk in listed:
-        facts = guard.check(disk.path, wipe=disk.wipe)
+        if disk.path in redirect:
+            recipe.note(f"{disk.path} is used through {redirect[disk.path]} (power cuts)")
+        facts = guard.check(redirect.get(disk.path, disk.path), wipe=disk.wipe)
         for other, seen in checked:
             if seen.node == facts.node:
                 raise UnsafeDevice(
