@@ -140,7 +140,9 @@ def redact(text: str) -> str:
     if "=" in text and text.startswith("-") and "://" in text.partition("=")[2]:
         flag, _, value = text.partition("=")  # --db=URL: the value is a whole URL
         return f"{flag}={redact_conninfo(value)}"
-    if _SCHEME.match(text) or (parse(text) is not None and "=" in text):
+    # "=" first: a text without one is no key=value string, and asking libpq would import
+    # psycopg (~0.2 s at start-up, issue 33) for an answer that cannot change the result.
+    if _SCHEME.match(text) or ("=" in text and parse(text) is not None):
         return redact_conninfo(text)  # one whole connection string (an argument)
     shown = _hide(text, False, found)
     _remember(found)
