@@ -73,3 +73,17 @@ def test_connect_timeout_is_the_url_s_or_the_environment_s_else_ten_seconds(
     monkeypatch.setenv("PGCONNECT_TIMEOUT", "7")
     assert used("postgresql://h/db") == 7
     assert used("postgresql://h/db?connect_timeout=45") == 45
+
+
+def test_a_plain_argument_is_redacted_without_importing_psycopg() -> None:
+    """Issue 33: `redact` runs on every argument a run records; asking libpq about a text
+    with no "=" imported psycopg (~0.2 s of every `volbench run`) for nothing."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from volbench.store.redaction import redact; "
+            "assert redact('run') == 'run' and redact('exp.yaml') == 'exp.yaml'; "
+            "print('psycopg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
