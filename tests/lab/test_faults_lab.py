@@ -19,6 +19,7 @@ The runs of each workload on the other target are plain runs (no fault, no phase
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ def check(db: Path) -> None:
     stored database can be checked again)."""
     with Store(db, create=False) as store:
         (row,) = store.experiments()
-        runs = {(r.target, r.workload): r for r in store.runs([row.id])}
+        runs = {(r.target, r.workload): r for r in store.runs([row.id], series=True)}
     assert all(str(r.status) == "ok" for r in runs.values()), {
         k: r.error for k, r in runs.items()}
 
@@ -110,7 +111,19 @@ def check(db: Path) -> None:
     before, fail = got[("iops", "before")], got[("iops", "fail")]
     assert before is not None and fail is not None
     within("md raid1: both mirrors (op/s)", before, low=0.9 * 300, high=1.1 * 300)
-    within("md raid1: one mirror (op/s)", fail, low=0.9 * 150, high=1.1 * 150)
+    # One mirror serves at its class's cap: the median of the whole seconds between the
+    # fail done and the restore asked (the mean would take in a host stall: in the CI run
+    # of 2026-11-28, at a host load of 3.4 with 13 % steal at worst, four seconds ran at
+    # 101-111 and the mean was 134.2 against seconds of 149). The mean stays bound by the
+    # cap above and by the same run's seconds before the fail (paired, below).
+    offset = raid.annotations["faults"]["tool_offset_s"]
+    start, end = events[0]["done_s"] - offset, events[1]["started_s"] - offset
+    (series,) = [s for s in raid.parsed.series if s.name == "iops"]
+    inside = [v for t, v in series.points if start <= t - 1 and t <= end]
+    assert len(inside) >= 6, series.points
+    within("md raid1: one mirror, median second (op/s)", statistics.median(inside),
+           low=0.9 * 150, high=1.1 * 150, reference=str(series.points))
+    within("md raid1: one mirror, mean (op/s)", fail, high=1.1 * 150)
     # Paired: the same run's seconds before the fail are the reference.
     within("md raid1: degraded over both", fail / before, low=0.42, high=0.58,
            reference=f"before {before:.1f}, degraded {fail:.1f} op/s")

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -146,10 +147,13 @@ def test_lab_disks_run_at_their_class_cap(lab_run: dict[str, Any]) -> None:
     below it (-3 %) unless the guest itself could not go faster at that moment, which the
     uncapped disk read seconds later shows (paired, issue 35): on a host at load ~10 the
     2000-IOPS class read 1760 and 1935 (beside a second VM), for want of emulated CPU,
-    not of the throttle. Then the class must reach 97 % of what the guest delivered."""
+    not of the throttle. Then the class must reach 97 % of what the guest delivered.
+    "At the cap" is judged on the median second (the whole-run mean took in a starved
+    second or two of the nice-19 guest: 0.957 of the cap once, beside a second VM at a
+    host load of 7-8); the mean stays bound by the cap from above."""
     assert lab_run["done"].returncode == 0, lab_run["done"].stderr
     with Store(lab_run["db"], create=False) as store:
-        runs = {r.target: r for r in store.runs([store.experiments()[0].id])}
+        runs = {r.target: r for r in store.runs([store.experiments()[0].id], series=True)}
 
     def read_iops(name: str) -> float:
         (iops,) = [m.value for m in runs[name].metrics
@@ -157,12 +161,19 @@ def test_lab_disks_run_at_their_class_cap(lab_run: dict[str, Any]) -> None:
         assert iops is not None
         return float(iops)
 
-    free = read_iops("free")
+    def median_second(name: str) -> tuple[float, list[float]]:
+        (iops,) = [s for s in runs[name].parsed.series if s.name == "iops"]
+        seconds = [v for _, v in iops.points]
+        assert len(seconds) >= 4, seconds
+        return statistics.median(seconds), seconds
+
+    free, _ = median_second("free")
     for name, cap in (("standard", 500), ("fast", 2000)):
-        iops = read_iops(name)
-        within(f"lab class cap: {name}, over its cap", iops / cap, high=1.03)
-        within(f"lab class cap: {name}, over the lower of its cap and the guest's rate",
-               iops / min(cap, free), low=0.97, reference=f"uncapped disk {free:.0f} op/s")
+        within(f"lab class cap: {name}, over its cap", read_iops(name) / cap, high=1.03)
+        median, seconds = median_second(name)
+        within(f"lab class cap: {name}, median second over the lower of its cap and the "
+               "guest's rate", median / min(cap, free), low=0.97,
+               reference=f"uncapped disk {free:.0f} op/s (median second); seconds {seconds}")
 
 
 @pytest.mark.lab

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -250,7 +251,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with Store(out / "all.db", create=False) as store:
         (row,) = store.experiments()
         targets = {t.name: t for t in store.targets(row.id)}
-        runs = {r.target: r for r in store.runs([row.id])}
+        runs = {r.target: r for r in store.runs([row.id], series=True)}
     return {"checks": checks, "targets": targets, "runs": runs, "result": result, "out": out}
 
 
@@ -274,8 +275,15 @@ def test_every_layout_is_built_and_used(stacks: dict[str, Any]) -> None:
     }
     assert checks["run_code"] == 0
     plain = iops(runs["plain"])
-    within("stacks: plain disk at its class's cap (op/s)", plain, low=0.95 * CAP,
-           high=1.05 * CAP)
+    # At the cap: the median second (the whole-run mean of 3 s took in a starved second
+    # of the nice-19 guest once: 141, beside a second VM at a host load of 7-8); the mean
+    # stays bound by the cap from above.
+    (seconds,) = [[v for _, v in s.points] for s in runs["plain"].parsed.series
+                  if s.name == "iops"]
+    assert len(seconds) >= 3, seconds
+    within("stacks: plain disk at its class's cap, median second (op/s)",
+           statistics.median(seconds), low=0.95 * CAP, high=1.05 * CAP, reference=str(seconds))
+    within("stacks: plain disk, mean under its class's cap (op/s)", plain, high=1.05 * CAP)
     # The 32 MiB file sits on the span's first disk; stripes and RAID0 use both disks.
     # Paired: each layout against the plain disk of the same boot.
     within("stacks: span over plain", iops(runs["span"]) / plain, low=0.85, high=1.15)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +115,20 @@ def test_the_phase_an_end_opens_depends_on_the_fault_it_ends(knob: Path, start: 
             while len(run.events) < 2 and time.monotonic() < deadline:
                 time.sleep(0.02)
     assert [e["phase"] for e in run.events[:2]] == [start, phase]
+
+
+def test_a_rebuild_not_yet_started_is_sampled_until_it_has_run() -> None:
+    """md starts a recovery after `mdadm --add` returns: a first sample without one must
+    not end the sampling (it did, and the rebuild's progress was lost); one after a
+    running rebuild does (it finished)."""
+    states = iter([None, None, {"fraction": 0.5}, None, {"fraction": 0.1}])
+
+    def md_sampler() -> dict[str, Any]:
+        return {"rebuild": next(states)}
+
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(30.0, "slow", target="t")), jr.scope())
+        run._samplers.append(md_sampler)
+        for _ in range(5):
+            run._sample()
+    assert [s["rebuild"] for s in run.samples] == [None, None, {"fraction": 0.5}, None]

@@ -109,6 +109,7 @@ class FaultRun:
         self._lock = threading.Lock()
         self._active: dict[tuple[str | None, str | None], _Active] = {}
         self._samplers: list[Callable[[], dict[str, Any]]] = []
+        self._rebuilding: set[int] = set()  # the samplers that have seen a rebuild run
         self._thread = threading.Thread(target=self._loop, name="volbench-faults", daemon=True)
         self._t0 = 0.0
         self._todo: list[Step] = schedule(self.faults)
@@ -205,8 +206,16 @@ class FaultRun:
         for sampler in list(self._samplers):
             taken = sampler()
             self.samples.append({"t": round(self.now(), 3), **taken})
-            if taken.get("rebuild", "none") is None and self._samplers:
-                self._samplers.remove(sampler)  # the rebuild finished
+            if "rebuild" not in taken:
+                continue
+            # No rebuild before one was seen is "not started yet", not "finished": md
+            # starts the recovery after `mdadm --add` returns, and in a loaded VM the
+            # first sample (4 ms after) found none, which ended the sampling and lost
+            # the rebuild's progress (the CI run of 2026-11-28).
+            if taken["rebuild"] is not None:
+                self._rebuilding.add(id(sampler))
+            elif id(sampler) in self._rebuilding:
+                self._samplers.remove(sampler)  # the rebuild it saw has finished
 
     def _fire(self, step: Step) -> None:
         key = (step.fault.device, step.fault.target)
