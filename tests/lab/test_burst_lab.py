@@ -64,6 +64,9 @@ def test_bursting_class_detected_flat_class_not(shared_boot: dict[str, Any]) -> 
     # Paired: the length against QEMU's rule at the level the guest delivered.
     within("burst: length over the rule at the level delivered", length / delivered,
            low=0.9, high=1.1, reference=f"{level:.0f} op/s for {length:.1f} s")
+    # No reference: length, level and sustained are held to constants. The length follows
+    # from the level by QEMU's rule (paired above); level and sustained are lower bounds a
+    # starved guest can break (the 100-IOPS class read 84 at load ~8 elsewhere).
     within("burst: length (s)", length, low=0.7 * 20, high=1.3 * 20)
     within("burst: level (op/s)", level, low=0.9 * 400, high=1.1 * 400)
     sustained = got[("iops", "sustained")]

@@ -150,6 +150,7 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
     # the sync call's own p99 and mean: descriptions, each with its 95 % interval
     for metric in ("lat_p99", "lat_mean"):
         c = rows[metric].comparison
+        # Paired: the interval comes from the same rounds as the ratio above.
         assert c is not None and c.verdict is Verdict.WORSE, rows[metric]
         assert c.ratio_ci is not None, rows[metric]
         within(f"commit lab: wb over wt sync {metric}, 95 % interval's low end",
@@ -162,6 +163,7 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
     # writes back in slices, and that tail (18 ms at load 11) matched wb's sync tail
     # (16 ms) in one boot.
     c = rows["commit_lat_mean"].comparison
+    # Paired: wb and wt committed in the same rounds; a ratio, not a time.
     assert rows["commit_lat_mean"].is_verdict and c is not None, rows["commit_lat_mean"]
     within("commit lab: wb over wt commit_lat_mean", c.ratio, low=0.97)
     assert rows["commit_lat_p99"].is_verdict, rows["commit_lat_p99"]

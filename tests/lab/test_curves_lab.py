@@ -70,5 +70,6 @@ def test_nfs_over_a_hop_has_a_latency_floor_the_plain_disk_has_not(
         within(f"nfs curve: hop over disk at {step} (s)",
                nfs[step]["lat_mean"] - disk[step]["lat_mean"], low=0.8 * rtt,
                reference=f"disk {disk[step]['lat_mean']:.6f} s, nfs {nfs[step]['lat_mean']:.6f} s")
+    # Paired: a ratio of two saturations measured in the same boot.
     within("nfs curve: hop's saturation over the disk's",
            curves["hop"]["saturation_iops"] / curves["store"]["saturation_iops"], high=1.0)

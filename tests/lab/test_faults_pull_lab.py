@@ -111,6 +111,7 @@ def test_a_pulled_raid1_member_and_a_pulled_plain_disk(shared_boot: dict[str, An
     # Before: two mirrors of 100 IOPS (201.7 measured on a quiet host).
     before = got[("iops", "before")]
     assert before is not None
+    # No reference: two 100-IOPS mirrors held to 140-210; a starved guest can read less.
     within("pull: raid1 of two 100-IOPS mirrors before (op/s)", before, low=140, high=210)
     # Pulled: the whole seconds inside the phase on fio's clock, but its first (the
     # change-over), read from one mirror.
@@ -119,6 +120,7 @@ def test_a_pulled_raid1_member_and_a_pulled_plain_disk(shared_boot: dict[str, An
     (iops,) = [s for s in md.parsed.series if s.name == "iops"]
     inside = [v for t, v in iops.points if start + 1 < t - 1 and t <= end]
     assert len(inside) >= 4, iops.points
+    # No reference: the median second is held to 90 from below (a starved guest can miss).
     within("pull: raid1 on one mirror, whole seconds (op/s)", statistics.median(inside),
            low=0.9 * 100, high=1.1 * 100, reference=str(iops.points))
     # Paired: the same run's seconds before the pull are the reference.
@@ -143,6 +145,8 @@ def test_a_pulled_raid1_member_and_a_pulled_plain_disk(shared_boot: dict[str, An
     moved = again.annotations["device_moved"]
     print("again on plainp:", moved, whole_iops(again))
     assert moved["by"] == "/dev/disk/by-id/virtio-p3" and moved["to"] != moved["from"]
+    # No reference: the next runs are held to 85 op/s from below (84 was seen at load ~8
+    # in test_faults_qmp_iscsi_lab).
     within("pull: returned disk's next run (op/s)", whole_iops(again), low=85, high=115)
     md_again = every[("r1p", "again")]
     assert "device_moved" not in md_again.annotations

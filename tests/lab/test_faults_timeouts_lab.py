@@ -91,11 +91,13 @@ def test_a_queueing_thin_pool_stalls_for_no_space_timeout_then_fails(
     assert events[0]["commands"][0]["command"] == (
         f"echo {NO_SPACE_TIMEOUT_S} > /sys/module/dm_thin_pool/parameters/no_space_timeout")
     stall = got[("stall_seconds", "")].value
+    # Needs no reference: the kernel's no_space_timeout sets the stall (whole log seconds).
     within("thin queue: stall (s)", stall, low=NO_SPACE_TIMEOUT_S - 1.5,
            high=NO_SPACE_TIMEOUT_S + 1.5)
     # It ended before `free` began: the pool failed the queued writes by itself.
     (iops,) = [s for s in run.parsed.series if s.name == "iops"]
     busy = [t for t, v in iops.points if v > 0]
+    # Paired: the log's gap against the stall of the same run.
     gap, resumed = max((b - a, b) for a, b in itertools.pairwise(busy))
     within("thin queue: gap in the log less the stall (s)", gap - 1 - stall, low=-1.0,
            high=1.0, reference=f"stall {stall:.1f} s")
@@ -128,6 +130,8 @@ def test_an_iscsi_cut_longer_than_replacement_timeout_fails_the_io(
     # The kernel failed the queued I/O when the timeout ran out: the disk's state.
     offline = [s["t"] for s in samples if s["iscsi_path"]["disk"] == "transport-offline"]
     assert offline, samples
+    # Needs no reference: the kernel's replacement_timeout sets the offline moment. The
+    # restore bound is a time held from above: a slow guest could take longer to log in.
     within("iscsi long cut: offline after the cut (s)", offline[0] - cut["done_s"],
            low=REPLACEMENT_TIMEOUT_S - 1.5, high=REPLACEMENT_TIMEOUT_S + 2.5)
     within("iscsi long cut: offline until (s after restore)", offline[-1] - back["done_s"],
@@ -136,6 +140,7 @@ def test_an_iscsi_cut_longer_than_replacement_timeout_fails_the_io(
     assert errors.value and ("errno 5 " in errors.note or "errno 67 " in errors.note)
     # No write completed from the cut until the login after `restore` (failed writes are
     # not completions), and the writes came back.
+    # Needs no reference: no write completes while the path is cut; 20 op/s is a floor.
     within("iscsi long cut: stall over the cut (s)",
            got[("stall_seconds", "")].value - (back["done_s"] - cut["done_s"]), low=-1.5)
     assert samples[-1]["iscsi_path"] == {"session": "LOGGED_IN", "disk": "running"}

@@ -283,6 +283,8 @@ def test_every_layout_is_built_and_used(stacks: dict[str, Any]) -> None:
     assert len(seconds) >= 3, seconds
     within("stacks: plain disk at its class's cap, median second (op/s)",
            statistics.median(seconds), low=0.95 * CAP, high=1.05 * CAP, reference=str(seconds))
+    # An upper bound at the cap: needs no reference. The median above has none either:
+    # a starved guest can miss 0.95 of the cap.
     within("stacks: plain disk, mean under its class's cap (op/s)", plain, high=1.05 * CAP)
     # The 32 MiB file sits on the span's first disk; stripes and RAID0 use both disks.
     # Paired: each layout against the plain disk of the same boot.

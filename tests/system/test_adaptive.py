@@ -92,6 +92,7 @@ def test_extra_rounds_go_only_to_undecided_pairs(ramdir: Path, tmp_path: Path) -
     # A 200 IOPS cap is decided early; the first look of the sequential design tests at
     # ~2.5 % with 2 runs per side (t quantile ~25 at 1 df), so on a busy machine, where
     # the uncapped disk's IOPS swing by half, it may take a round or two more.
+    # Counts, not times: needs no reference.
     within("adaptive: rounds capped - base", count["capped"] - count["base"], high=0)
     assert count["base"] == max(count.values()) <= 5
     assert 2 <= count["twin"] <= count["base"]
@@ -169,6 +170,7 @@ def test_identical_targets_through_the_cli_are_rarely_called_different(
     assert all(v["comparison"]["looks"] == 3 for v in real)
     different = sum(v["verdict"] in ("better", "worse") for v in real)
     # P(3 or more of 10 | 5 %) = 1.2 %.
+    # Counts of verdicts, not times: needs no reference.
     within("adaptive identical: called different (of 10)", different, high=2.5)
 
 

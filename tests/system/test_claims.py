@@ -237,6 +237,7 @@ def test_two_experiments_in_one_database_run_at_once(tmp_path: Path, workdir: Pa
         spans = [(min(r.started for r in store.runs([e.id])),
                   max(r.ended for r in store.runs([e.id]))) for e in exps]
     overlap = min(spans[0][1], spans[1][1]) - max(spans[0][0], spans[1][0])
+    # Needs no reference: both start together, and a slow host stretches both spans.
     within("claims: two experiments' overlap s", overlap, low=0.0)
 
 

@@ -99,6 +99,7 @@ def test_fdatasync_after_every_write_syncs_fewer_times_than_the_writes_alone(
         within("commit host: loop flushes per fdatasync", flushes / syncs, low=0.95 - 1e-9,
                high=1.5 + 10 / syncs)
         assert value(synced[n], "flushes_per_sync", op="sync") == pytest.approx(flushes / syncs)
+        # Counts, not speed: needs no reference.
         within("commit host: flushes of the plain writes over the synced run's",
                plain[n].annotations["device_io"]["flushes"] / flushes, high=0.05 + 1e-9)
         assert synced[n].params["ioengine"] == "psync"  # a database's engine, timed by fio

@@ -133,6 +133,7 @@ def test_pgbench_steps_run_at_their_rate_through_pgbench_rate(workdir: Path, tmp
     (curve,) = json.loads(report.render(rep, "json"))["curves"]
     assert float(rate) == pytest.approx(curve["saturation_tps"] / 2, rel=1e-3)
     half = next(p for p in curve["points"] if p["step"] == "50%")
+    # Paired: the rate is half the saturation measured in the same experiment.
     within("pgbench curve: tps at 50% / its rate", half["tps"] / float(rate), 0.8, 1.2)
     assert curve["sla_tps"] is not None and curve["sla_tps"] <= curve["saturation_tps"]
     assert half["clat_p99"] is not None  # from the merged transaction-log histogram
@@ -171,6 +172,7 @@ def test_a_loop_disk_capped_at_1000_iops_saturates_at_its_cap(ramdir: Path, tmp_
            low=0.95, reference="the run's own seconds")
     (half,) = [p for p in curve["points"] if p["step"] == "50%"]
     assert half["offered"] == pytest.approx(curve["saturation_iops"] / 2)
+    # Paired: 'offered' is half the saturation measured in the same run.
     within("loop curve: iops at 50% / offered", half["iops"] / half["offered"], 0.8, 1.2)
 
 

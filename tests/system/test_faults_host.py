@@ -73,6 +73,9 @@ def test_a_slowed_loop_disk_shows_its_cap_per_phase(ramdir: Path, tmp_path: Path
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     got = metrics(db)
+    # No reference: each phase's mean is held to its cap from below (4 s phases: one
+    # second the machine takes away costs 25 %). The recovery and offset are times held
+    # from above; a busy host can stretch them.
     within("slowed: IOPS before / cap", got[("iops", "before")] / CAP, 0.9, 1.1)
     within("slowed: IOPS slow / (cap / 5)", got[("iops", "slow")] / (CAP * 0.2), 0.85, 1.15)
     within("slowed: IOPS after / cap", got[("iops", "after")] / CAP, 0.9, 1.1)
@@ -104,6 +107,7 @@ def test_a_fault_that_lasts_to_the_end_is_a_phase_not_a_burst(ramdir: Path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     got = metrics(db)
+    # No reference: the slow phase's mean is held to its cap from below.
     within("slowed to the end: IOPS slow / (cap / 5)", got[("iops", "slow")] / (CAP * 0.2),
            0.85, 1.15)
     assert not {name for name, _ in got} & {"burst_seconds", "warmup_seconds"}
@@ -126,6 +130,8 @@ def test_a_pulled_loop_disk_reads_nothing_then_comes_back(ramdir: Path,
     assert done.returncode == 0, done.stderr
     got = metrics(db)
     print({k: v for k, v in got.items() if k[1] or k[0] in ("io_errors", "empty_ios")})
+    # No reference: the means before and after are held to the cap from below. The
+    # stall needs none: the disk is empty for the 4 s the test set.
     within("pulled: IOPS before / cap", got[("iops", "before")] / CAP, 0.9, 1.1)
     assert got[("iops", "pull")] == 0.0 and got[("bw", "pull")] == 0.0
     within("pulled: IOPS after / cap", got[("iops", "after")] / CAP, 0.9, 1.1)

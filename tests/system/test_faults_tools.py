@@ -74,6 +74,7 @@ def test_a_slowed_disk_under_pgbench_shows_in_its_phases(workdir: Path, tmp_path
     print(f"pgbench tps before {before:.0f}, slow {slow:.0f}, after {after:.0f}")
     assert slow < 0.6 * max(before, after), (before, slow, after)
     assert after > 1.5 * slow, (before, slow, after)
+    # Paired: latency while slowed against before, in the same run.
     assert got[("lat_mean", "slow")] > got[("lat_mean", "before")]
     assert ("recovery_seconds", "") in got and ("stall_seconds", "") in got
     assert not leftovers(workdir)
@@ -93,6 +94,7 @@ def test_a_slowed_disk_under_dd_shows_in_its_phases(workdir: Path, tmp_path: Pat
     assert status == "ok", error
     assert [e["action"] for e in events] == ["slow", "return"]
     print("dd MiB/s", {p: round(got[("bw", p)] / mib, 2) for p in ("before", "slow", "after")})
+    # No reference: dd's rate per phase is held to the 8 MiB/s cap from below too.
     assert got[("bw", "before")] == pytest.approx(8 * mib, rel=0.2)
     assert got[("bw", "slow")] == pytest.approx(8 * mib * 0.2, rel=0.3)
     assert got[("bw", "after")] == pytest.approx(8 * mib, rel=0.2)

@@ -71,6 +71,7 @@ def test_init_and_run_on_each_major(major: int | None, workdir: Path, tmp_path: 
     assert 0 < value(init, "init_time") == pytest.approx(phases, abs=0.05)
     assert [s for s in init.parsed.series if s.name == "init_rate"]
     run = runs["run"]
+    # Needs no reference: a floor for a real number, far below any tps seen.
     assert value(run, "tps") > 10
     assert value(run, "logged_transactions") == value(run, "transactions")
     assert [s for s in run.parsed.series if s.name == "tps"]

@@ -51,6 +51,7 @@ def test_runs_are_stored_with_metrics_raw_output_and_recipe(workdir: Path, tmp_p
     assert run.status is Status.OK and run.argv[0] == "fio"
     iops = [m for m in run.metrics if m.name == "iops"]
     assert iops and iops[0].tags == {"op": "read"} and iops[0].value
+    # Needs no reference: a floor far below a RAM or host loop disk's rate.
     within("runner: unthrottled loop disk IOPS (floor)", iops[0].value, low=100)
     assert "fio.json" in run.outputs and json.loads(run.outputs["fio.json"])["jobs"]
     assert any(h.name == "clat" for h in run.parsed.histograms)

@@ -182,6 +182,8 @@ def test_a_held_rate_reaches_steady_state_and_fio_stops_early(ramdir: Path, tmp_
     got = {m.name: m.value for m in run.parsed.metrics if m.name.startswith("ss_")}
     assert got["ss_attained"] == 1.0
     within("held rate: ss_range (IOPS)", got["ss_range"], high=20)
+    # ss_seconds from below is fio's own ramp and window. From above (10 s, and 15 s
+    # for the run) it has no reference: a busy host can stretch it.
     within("held rate: ss_seconds", got["ss_seconds"], 3.999, 10.0)  # at least 4.0
     within("held rate: run s", run.ended - run.started, high=15)
     # The run's per-second logs, latency ones included, are parsed and kept.
