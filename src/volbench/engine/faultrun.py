@@ -109,7 +109,7 @@ class FaultRun:
         self._lock = threading.Lock()
         self._active: dict[tuple[str | None, str | None], _Active] = {}
         self._samplers: list[Callable[[], dict[str, Any]]] = []
-        self._rebuilding: set[int] = set()  # the samplers that have seen a rebuild run
+        self._rebuilding: set[Callable[[], dict[str, Any]]] = set()  # saw a rebuild run
         self._thread = threading.Thread(target=self._loop, name="volbench-faults", daemon=True)
         self._t0 = 0.0
         self._todo: list[Step] = schedule(self.faults)
@@ -213,8 +213,8 @@ class FaultRun:
             # first sample (4 ms after) found none, which ended the sampling and lost
             # the rebuild's progress (the CI run of 2026-11-28).
             if taken["rebuild"] is not None:
-                self._rebuilding.add(id(sampler))
-            elif id(sampler) in self._rebuilding:
+                self._rebuilding.add(sampler)
+            elif sampler in self._rebuilding:
                 self._samplers.remove(sampler)  # the rebuild it saw has finished
 
     def _fire(self, step: Step) -> None:
