@@ -110,21 +110,40 @@ def check(db: Path) -> None:
         ("fail", "fail", None), ("restore", "restore", None)]
     before, fail = got[("iops", "before")], got[("iops", "fail")]
     assert before is not None and fail is not None
-    # No reference: both mirrors held to 300 from below as well; a starved guest can miss it.
-    within("md raid1: both mirrors (op/s)", before, low=0.9 * 300, high=1.1 * 300)
-    # One mirror serves at its class's cap: the median of the whole seconds between the
-    # fail done and the restore asked (the mean would take in a host stall: in the CI run
-    # of 2026-11-28, at a host load of 3.4 with 13 % steal at worst, four seconds ran at
-    # 101-111 and the mean was 134.2 against seconds of 149). The mean stays bound by the
-    # cap above and by the same run's seconds before the fail (paired, below).
     offset = raid.annotations["faults"]["tool_offset_s"]
     start, end = events[0]["done_s"] - offset, events[1]["started_s"] - offset
     (series,) = [s for s in raid.parsed.series if s.name == "iops"]
-    # The median second against the 150 cap from below has no reference either.
+    # Both mirrors: the median of the whole seconds before the fail was asked. Its upper
+    # bound is the two caps, from above (no load makes a capped disk faster). Paired from
+    # below: over the lower of the two caps and the guest's reach, the median second of
+    # the same workload on the uncapped fast disk t1 in the same step (a plain run).
+    both = [v for t, v in series.points if t <= events[0]["started_s"] - offset]
+    assert len(both) >= 4, series.points
+    ((reach_s,),) = [[[v for _, v in s.points] for s in runs[("t1", "reads")].parsed.series
+                      if s.name == "iops"]]
+    reach = statistics.median(reach_s)
+    within("md raid1: both mirrors, median second (op/s)", statistics.median(both),
+           high=1.1 * 300, reference=str(series.points))
+    within("md raid1: both mirrors, median second over the lower of 300 and the guest's "
+           "reach", statistics.median(both) / min(300, reach), low=0.9,
+           reference=f"uncapped disk t1 {reach:.0f} op/s (median second); {both}")
+    # One mirror serves at its class's cap: the median of the whole seconds between the
+    # fail done and the restore asked (the mean would take in a host stall: in the CI run
+    # of 2026-11-28, at a host load of 3.4 with 13 % steal at worst, four seconds ran at
+    # 101-111 and the mean was 134.2 against seconds of 149). An upper bound at the cap
+    # needs no reference. From below it is paired with the same run's seconds before the
+    # fail (half of them). That pairing cannot absorb a slow-down of this phase alone: in
+    # the CI run of 2026-11-28 (the host's loop disks saturating its disk, the lab's image
+    # reads queued behind them) one mirror read 63-111 op/s for 10 s against 277-323
+    # before and t1's 2000 afterwards: it fails there, as it should (the disk did not
+    # deliver its class), and no in-run reference could make it pass.
     inside = [v for t, v in series.points if start <= t - 1 and t <= end]
     assert len(inside) >= 6, series.points
-    within("md raid1: one mirror, median second (op/s)", statistics.median(inside),
-           low=0.9 * 150, high=1.1 * 150, reference=str(series.points))
+    one = statistics.median(inside)
+    within("md raid1: one mirror, median second (op/s)", one, high=1.1 * 150,
+           reference=str(series.points))
+    within("md raid1: one mirror over both, median seconds", one / statistics.median(both),
+           low=0.45, reference=f"both {statistics.median(both):.1f}, one {one:.1f} op/s")
     # An upper bound at the cap needs no reference: no load makes a capped disk faster.
     within("md raid1: one mirror, mean (op/s)", fail, high=1.1 * 150)
     # Paired: the same run's seconds before the fail are the reference.

@@ -115,13 +115,20 @@ def check(db: Path) -> None:
     # 100000 KiB/s: the rebuild has had 5, 9 and 1.6 % of the cap in three boots and 0 %
     # in the CI run of 2026-11-25 (the workload 99.96 %), so its share may be nought; the
     # workload's is the most of it.
-    # No reference: the workload's share is held to 0.8 of the cap from below, and both
-    # shares to 0.85; a starved guest could read less.
+    # The shares from below over the lower of 1 and the idle-cap run's share of the same
+    # cap in this step (its rebuild alone, at the cap: what the disks and the guest
+    # delivered through it; 0.97 measured, md's fixed ~2.1 s per rebuild included); the
+    # sum from above is the cap's (no load makes a capped disk faster).
     assert rebuild >= 0
-    within("rebuild loaded: workload's share of the cap", workload, low=0.8,
-           reference=f"rebuild's {rebuild:.3f}")
+    idle_share = metrics(runs["idle-cap"])[("rebuild_share", "")].value
+    reference = min(1.0, idle_share)
+    within("rebuild loaded: workload's share of the cap over the idle-cap run's",
+           workload / reference, low=0.8,
+           reference=f"rebuild's {rebuild:.3f}; idle-cap run's rebuild {idle_share:.3f}")
     # Both read the surviving member: together they take its cap, no more.
-    within("rebuild loaded: both shares", rebuild + workload, low=0.85, high=1.1)
+    within("rebuild loaded: both shares", rebuild + workload, high=1.1)
+    within("rebuild loaded: both shares over the idle-cap run's", (rebuild + workload) / reference,
+           low=0.85, reference=f"idle-cap run's rebuild {idle_share:.3f} of the cap")
 
 
 @pytest.mark.lab

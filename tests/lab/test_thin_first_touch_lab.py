@@ -88,8 +88,11 @@ def test_first_writes_to_a_fresh_thin_volume_are_a_warmup(shared_boot: dict[str,
     # sustained mean was 0.80 of the cap while its best seconds read 2033-2077.
     after = [v for t, v in points if t > seconds]
     best = statistics.quantiles(after, n=10)[-1]
-    # The first bound is the cap, from above. The best seconds' 0.9 has no reference:
-    # a guest that cannot issue 2048 IOPS at all would miss it.
+    # The first bound is the cap, from above (no load makes a capped disk faster). The
+    # best seconds' 0.9 has no reference: pairing it needs the guest's reach at 4k writes
+    # measured in this step (an uncapped linear or thin volume's run beside this one, a
+    # new disk and run), and this step has one disk under one cap. A guest that cannot
+    # issue 2048 IOPS in its best seconds fails it.
     within("thin first touch: sustained over the byte cap's rate", high / (CAP / 4096),
            high=1.1, reference=f"best seconds {best:.0f} op/s")
     within("thin first touch: sustained's best seconds over the cap's rate",
