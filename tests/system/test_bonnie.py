@@ -218,14 +218,14 @@ def test_raw_device_target_is_refused_with_a_reason(tmp_path: Path) -> None:
 
 
 @pytest.mark.root
-def test_real_runs_on_loop_disks(workdir: Path, tmp_path: Path) -> None:
+def test_real_runs_on_loop_disks(diskdir: Path, tmp_path: Path) -> None:
     """The O_DIRECT block rate needs no reference: it is checked to be a number at all
     (> 1 MB/s; measured 44 MB/s quiet, 19 MB/s niced beside a 2-core hog); slower would
     take the 64 MiB over a minute, longer than any stall of the shared disk seen."""
     tool("bonnie++")
     doc = {
         "name": "bonnie",
-        "workdir": str(workdir),
+        "workdir": str(diskdir),
         "repeat": 1,
         "targets": [
             {"name": "xfs", "type": "loopdisk", "size": "512M", "fs": "xfs"},

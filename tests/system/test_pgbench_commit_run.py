@@ -29,14 +29,14 @@ def commit(run: RunResult) -> float:
     return value
 
 
-def test_commit_latency_and_the_settings_it_depends_on(workdir: Path, tmp_path: Path) -> None:
+def test_commit_latency_and_the_settings_it_depends_on(diskdir: Path, tmp_path: Path) -> None:
     for name in ("pgbench", "initdb", "postgres", "psql"):
         tool(name)
-    target = workdir / "target"
+    target = diskdir / "target"
     target.mkdir()
     common = {"tool": "pgbench", "clients": 2, "duration": "2s", "scale": 1,
               "options": ["--report-per-command"]}
-    doc = {"name": "commit", "workdir": str(workdir), "repeat": 2,
+    doc = {"name": "commit", "workdir": str(diskdir), "repeat": 2,
            "targets": [{"name": "dir", "type": "directory", "path": str(target)}],
            "workloads": [{"name": "waits", **common},
                          {"name": "nowait", **common,
