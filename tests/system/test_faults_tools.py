@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from bounds import within
+from phaseseconds import median_second, phase_seconds
 from support import leftovers, tool
 
 pytestmark = pytest.mark.root
@@ -81,24 +84,42 @@ def test_a_slowed_disk_under_pgbench_shows_in_its_phases(workdir: Path, tmp_path
 
 
 @pytest.mark.slow
-def test_a_slowed_disk_under_dd_shows_in_its_phases(workdir: Path, tmp_path: Path) -> None:
+def test_a_slowed_disk_under_dd_shows_in_its_phases(ramdir: Path, tmp_path: Path) -> None:
+    """The disk's image in RAM (the ramdir fixture: the shared host disk's stalls are no
+    part of a cap), written in 64 KiB blocks so a second's bytes are the cap's to 1/128
+    (1 MiB blocks made the slowed seconds 1 or 2 MiB against 1.6). Each phase is judged
+    twice: its mean from above by the cap (physical: no load makes a capped disk
+    faster), its median whole second from below (paired with the run's own seconds: one
+    the machine took away is outvoted, where it costs a 4-s phase's mean a quarter)."""
     tool("dd")
     db = tmp_path / "dd.db"
     mib = 2**20
-    file = experiment(workdir, {"name": "dd", "tool": "dd", "op": "write", "bs": "1M",
-                                "count": 100, "faults": [SLOW]},
+    file = experiment(ramdir, {"name": "dd", "tool": "dd", "op": "write", "bs": "64k",
+                               "count": 1600, "faults": [SLOW]},
                       {"write_bps": 8 * mib, "read_bps": 100 * mib}, fs="none")
     done = volbench("run", str(file), "--db", str(db), "--quiet")
     assert done.returncode == 0, done.stderr
     got, events, status, error = stored(db)
     assert status == "ok", error
     assert [e["action"] for e in events] == ["slow", "return"]
-    print("dd MiB/s", {p: round(got[("bw", p)] / mib, 2) for p in ("before", "slow", "after")})
-    # No reference: dd's rate per phase is held to the 8 MiB/s cap from below too.
-    assert got[("bw", "before")] == pytest.approx(8 * mib, rel=0.2)
-    assert got[("bw", "slow")] == pytest.approx(8 * mib * 0.2, rel=0.3)
-    assert got[("bw", "after")] == pytest.approx(8 * mib, rel=0.2)
-    assert not leftovers(workdir)
+    seconds = phase_seconds(db, "bw")
+    print("dd MiB/s", {p: round(got[("bw", p)] / mib, 2) for p in ("before", "slow", "after")},
+          {p: [round(v / mib, 2) for v in s] for p, s in seconds.items()})
+    for phase, cap, margin in (("before", 8 * mib, 0.2), ("slow", 8 * mib * 0.2, 0.3),
+                               ("after", 8 * mib, 0.2)):
+        if phase == "slow":
+            # dd prints a second's line at the first block done after it: the slow
+            # phase's last second takes in the return's first fast blocks (2.25 MiB
+            # against the 1.6 cap, twice; its mean 1.17-1.18 of the cap), more as a busy
+            # host delays the print. From above, the cap holds the seconds before it.
+            mean, of = statistics.fmean(seconds[phase][:-1]), "seconds but the last"
+        else:
+            mean, of = got[("bw", phase)], "mean"
+        within(f"dd: bw {phase}, {of} / cap", mean / cap, high=1 + margin,
+               reference="physical: the throttle's cap")
+        within(f"dd: bw {phase}, median second / cap", median_second(seconds, phase) / cap,
+               low=1 - margin, reference=f"the run's own seconds: {seconds[phase]}")
+    assert not leftovers(ramdir)
 
 
 def test_a_fault_after_the_run_s_end_is_refused_by_plan(workdir: Path) -> None:
