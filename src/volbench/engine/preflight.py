@@ -1,5 +1,6 @@
 """What can be checked before an experiment touches anything: root, paths that would leave
-their targets, the tools, the programs' versions, the space for the images.
+their targets, lab disks outside the lab, the tools, the programs' versions, the space for
+the images.
 
 Its own module so that `volbench plan FILE`, which runs these checks and nothing else,
 does not import the runner and everything a run needs (start-up: docs/architecture.md).
@@ -8,12 +9,15 @@ does not import the runner and everything a run needs (start-up: docs/architectu
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from volbench.config import pathcheck
+from volbench.config.lab import referenced_disks
 from volbench.core.errors import ExperimentError, Problem, ResourceError
 from volbench.engine.experiment import Experiment, root_problems
 from volbench.engine.plan import Plan
 from volbench.system.host import tools
+from volbench.system.host.hostinfo import inside_lab
 from volbench.targets import KINDS as TARGET_KINDS
 from volbench.targets import placeholder, precondition
 from volbench.workloads import KINDS as WORKLOAD_KINDS
@@ -60,9 +64,31 @@ def confinement_problems(exp: Experiment, plan: Plan) -> list[Problem]:
     return list(found.values())
 
 
+def lab_problems(exp: Experiment) -> list[Problem]:
+    """Targets on the file's own lab disks, run outside the lab VM.
+
+    Those disks (/dev/disk/by-id/virtio-NAME) exist only in the VM that `volbench lab run`
+    boots. Without this check a plain `volbench run` of such a file (examples/
+    commit-latency.yaml) went on and failed each target apart, with "not a block device"
+    or "this kernel has no device-mapper", and stored an experiment without runs. A disk
+    of that name that does exist here (a host that is itself a VM with such a serial) is
+    the user's to name, so only absent ones count."""
+    if exp.lab is None or inside_lab():
+        return []
+    names = {d.name for d in exp.lab.disks}
+    absent = sorted(n for n in referenced_disks(exp.document) & names
+                    if not Path(f"/dev/disk/by-id/virtio-{n}").exists())
+    if not absent:
+        return []
+    shown = ", ".join(absent[:3]) + (f" and {len(absent) - 3} more" if len(absent) > 3 else "")
+    return [Problem("lab", f"the targets use this file's lab disks ({shown}), which exist only "
+                    "in the lab VM; volbench run does not start it",
+                    "run the file there: volbench lab run FILE (docs/lab.md)")]
+
+
 def preflight(exp: Experiment, plan: Plan) -> dict[str, str]:
     """Everything that can be checked before touching anything; returns program_versions."""
-    problems = root_problems(exp) + confinement_problems(exp, plan)
+    problems = lab_problems(exp) + root_problems(exp) + confinement_problems(exp, plan)
     if problems:
         raise ExperimentError(problems, exp.name)
     for name in required_tools(exp):
