@@ -232,7 +232,9 @@ def sync_lines(plan: Plan) -> list[str]:
     for case in plan.cases:
         mode = syncmode.of(case.params)
         if mode.syncs:
-            judged = ("sync latency (p99, mean) and syncs/s; write IOPS beside" if mode.calls
+            # What core/headline.py judges: a commit is its writes and its sync call.
+            judged = ("commit latency (writes + sync: p99, mean) and syncs/s; the sync "
+                      "call's own latency and write IOPS beside" if mode.calls
                       else "write latency (p99, mean) and IOPS: each write a commit")
             seen.setdefault((case.workload, mode.text), f"{mode.describe()}, judged on {judged}")
     return [f"sync {workload} sync={text}: {words}" for (workload, text), words in seen.items()]
