@@ -89,7 +89,8 @@ class Experiment:
     document: dict[str, Any] = field(default_factory=dict)
     # Load hosts (the `hosts:` section) that multi-host targets name.
     hosts: tuple[HostSpec, ...] = ()
-    # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it.
+    # The lab VM (the `lab:` section) for `volbench lab run`; a plain run ignores it, but
+    # outside the lab refuses targets on its disks (engine/preflight.py lab_problems).
     lab: LabSpec | None = None
     # The SNIA steady-state rule over rounds (the `steady:` section), or None.
     steady: SteadySpec | None = None
