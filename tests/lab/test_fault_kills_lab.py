@@ -25,7 +25,9 @@ and compares the guest's state with the state before the trial:
 The power cut's ledgers (the probe's acknowledgements, on the host's shared folder) are
 the run's records, kept as a finished run keeps them, not state to undo; its host side
 (IMAGE.base beside the disk's image) goes with the VM's folder (lab/vm.py, a journalled
-tree). The power-cut trial adds ~SECONDS s to the step (measured below).
+tree). The power-cut trial's lab time is not measured yet (2026-11-28: the VM was
+busy); estimated 20-40 s (mkfs.ext4 and mount of 96M, the arm's 4 MiB probe file and
+the host's copy of the base, fio's start, the cut 1 s in, 0-1 s, then cleanup).
 """
 
 from __future__ import annotations
