@@ -170,6 +170,30 @@ SQL = [
     _sql("sql-dynamic-library-path", "SET dynamic_library_path = '{O}'", "permission denied"),
     _sql("terminate-backend", "SELECT pg_terminate_backend({P})",
          "permission denied|must be a superuser"),
+    # The audit of issue 34 (PostgreSQL 15 and 18).
+    _sql("role-session-preload",
+         "ALTER ROLE volbench_bench SET session_preload_libraries = '{O}/x.so'",
+         "permission denied to set parameter"),
+    _sql("set-log-statement", "SET log_statement = 'all'", "permission denied"),
+    _sql("create-subscription", "CREATE SUBSCRIPTION s CONNECTION 'host=/tmp' PUBLICATION p",
+         "must be superuser|permission denied"),
+    _sql("dblink", "CREATE EXTENSION dblink", "dblink"),
+    _sql("postgres-fdw", "CREATE EXTENSION postgres_fdw", "postgres_fdw"),
+    _sql("pg-catalog-function",
+         "CREATE FUNCTION pg_catalog.pg_database_size(name) RETURNS bigint LANGUAGE sql "
+         "AS 'SELECT 1::bigint'", "permission denied for schema pg_catalog"),
+    _sql("alter-database-postgres", "ALTER DATABASE postgres SET search_path = public",
+         "must be owner"),
+    _sql("alter-database-template1", "ALTER DATABASE template1 SET search_path = public",
+         "must be owner"),
+    _sql("reassign-owned", "REASSIGN OWNED BY volbench_bench TO postgres",
+         "permission denied"),
+    _sql("schema-to-postgres", "ALTER SCHEMA public OWNER TO postgres",
+         "must be member|must be able to SET ROLE"),
+    _sql("switch-wal", "SELECT pg_switch_wal()", "permission denied"),
+    _sql("rotate-logfile", "SELECT pg_rotate_logfile()", "permission denied"),
+    _sql("do-copy-to-program",
+         "DO $$BEGIN COPY (SELECT 1) TO PROGRAM 'touch {O}/do'; END$$", COPY),
 ]
 # What the sandbox probe tries, through \\shell, in one pgbench run whose friendly check
 # is switched off (tests/system/test_pg_sandbox.py, bench/chaos.py --vectors): each line

@@ -118,9 +118,12 @@ def test_a_slowed_loop_disk_shows_its_cap_per_phase(ramdir: Path, tmp_path: Path
     # clock starts (the offset) after its job process forks (the schedule's zero), and
     # its measured I/O (its runtime) ends before its JSON is stamped and the process
     # ends, so the offset is at most the process's seconds from that fork to its end
-    # less that runtime. The rest is volbench's steps before the schedule and the
-    # process's exit (5 ms measured: offset 0.143 s, bound 0.148 s); the 2 ms are the
-    # stored roundings (zero_after_s and the offset, to the millisecond). An offset
+    # less that runtime: offset + runtime <= end - zero, i.e. fio's JSON stamp is before
+    # the process's end. zero_after_s counts from the process's start; counted from the
+    # fault run's entry (before it, until 2026-11-28) it broke this by 7 ms beside a
+    # CPU hog (0.148 s for 0.141 s). The rest is the process's exit (5 ms measured
+    # quiet: offset 0.143 s, bound 0.148 s); the 2 ms are the stored roundings
+    # (zero_after_s and the offset, to the millisecond). An offset
     # taken from the process's start (0.16 s earlier here) or without fio's runtime
     # (13 s) overshoots it; one clamped to 0 (not read) fails from below.
     runtime = max(j["job_runtime"] for j in json.loads(run.outputs["fio.json"])["jobs"]) / 1000

@@ -132,3 +132,19 @@ def test_a_rebuild_not_yet_started_is_sampled_until_it_has_run() -> None:
         for _ in range(5):
             run._sample()
     assert [s["rebuild"] for s in run.samples] == [None, None, {"fraction": 0.5}, None]
+
+
+
+def test_the_zero_is_counted_from_the_process_start_not_the_runs_entry(knob: Path) -> None:
+    """zero_after_s says how long after the measured process's start the schedule's zero
+    came (docs/faults.md). The run is entered before the process starts; counted from
+    the entry, the steps in between (here a planted 0.4 s) were added to it. Without a
+    child to wait for, the zero is the entry: 0.4 s before the process's start."""
+    with journal.opened("test") as jr:
+        run = faultrun.FaultRun(bound(FaultSpec(60.0, "slow", target="t")), jr.scope())
+        with run:
+            time.sleep(0.4)  # what volbench does between the entry and the process's start
+            process_started = time.time()
+    zero = faultrun.recorded(run, process_started)["zero_after_s"]
+    assert -0.6 < zero <= -0.4, zero
+    assert 0.0 <= faultrun.recorded(run)["zero_after_s"] < 0.35  # no process: the entry

@@ -68,3 +68,33 @@ def test_a_setting_value_with_a_newline_is_refused(value: str) -> None:
     assert pgsettings.problem("fsync", value) is not None
     assert pgsettings.problem("fsync", value.split("\n")[0]) is None
     assert pgsettings.problem("default_transaction_isolation", "repeatable read") is None
+
+
+@pytest.mark.parametrize("form", ["script", "link", "option", "jobfile", "include", "sys"])
+def test_a_kernel_file_an_experiment_names_is_refused_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str) -> None:
+    """Issue 34's audit: /proc/self/cmdline is world-readable, so the mode rule let it
+    through; read by volbench it is volbench's own command line (a --db password
+    included), copied into the run directory as the script pgbench reads."""
+    named = Path("/sys/kernel/mm/transparent_hugepage/enabled" if form == "sys"
+                 else "/proc/self/cmdline")
+    if form == "link":
+        (tmp_path / "cmd.sql").symlink_to(named)
+        named = tmp_path / "cmd.sql"
+    if form in ("jobfile", "include"):
+        job = tmp_path / "job.fio"
+        job.write_text(f"[j]\nrw=read\nsize=4M\ninclude {named}\n")
+        workload: dict[str, object] = {"name": "f", "tool": "fio",
+                                       "jobfile": str(job if form == "include" else named)}
+        what = "fio job file"
+    else:
+        workload = ({"name": "p", "tool": "pgbench", "options": [f"-f{named}@2"]}
+                    if form == "option" else
+                    {"name": "p", "tool": "pgbench", "script": str(named)})
+        what = "pgbench script"
+    if not named.exists():
+        pytest.skip(f"{named} does not exist here")
+    code, err = cli(capsys, ["plan", str(experiment(tmp_path, workload))])
+    assert code == 1, err
+    assert f"the {what} {named} is on " in err and "a kernel file system" in err, err
+    assert "Traceback" not in err

@@ -13,9 +13,11 @@ also refused when its mode does not let every user read it. volbench runs as roo
 could read any file; an experiment naming /etc/shadow as its script (or a link to it)
 had its first line stored in the run's stderr, from pgbench's syntax error. The files an
 experiment needs are the user's own texts (0644 under the usual umask); a private one
-(/etc/shadow, a key, 0600/0640) is what no experiment should copy into its results. The
-experiment file and an import, named on the command line by whoever runs volbench, are
-not held to this.
+(/etc/shadow, a key, 0600/0640) is what no experiment should copy into its results. So is
+a file of a kernel file system (/proc, /sys, …): /proc/self/cmdline is world-readable
+but, read by volbench, is volbench's own command line (a `--db` password included) copied
+into the run directory; /proc/self/maps its memory map. The experiment file and an
+import, named on the command line by whoever runs volbench, are not held to this.
 """
 
 from __future__ import annotations
@@ -61,6 +63,12 @@ def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
         os.close(fd)
         raise UserFileError(f"the {what} {path} is {kind_of(st.st_mode)}, not a "
                             f"regular file; give the path of a {what}")
+    kernel = _kernel_filesystem(st.st_dev) if what in NAMED_BY_EXPERIMENT else None
+    if kernel is not None:
+        os.close(fd)
+        raise UserFileError(f"the {what} {path} is on {kernel}, a kernel file system "
+                            "(the state of processes and devices; as root, volbench's own "
+                            f"command line and memory map), not a file; give a {what}")
     if what in NAMED_BY_EXPERIMENT and not st.st_mode & stat.S_IROTH:
         os.close(fd)
         real = os.path.realpath(path)
@@ -93,6 +101,33 @@ def read_text(path: Path, what: str, limit: int | None = None) -> str:
         raise UserFileError(f"the {what} {path} is not UTF-8 text (byte "
                             f"0x{data[exc.start]:02x} on line {line}); give a text "
                             "file") from None
+
+
+# Kernel file systems whose "files" are the state of processes, devices and the kernel:
+# never a script or job file, and, read as root, some are volbench's own secrets.
+KERNEL_FS = frozenset({"proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs",
+                       "cgroup", "cgroup2", "bpf", "efivarfs", "pstore", "fusectl",
+                       "binfmt_misc", "hugetlbfs", "mqueue", "devpts", "autofs"})
+
+
+def _kernel_filesystem(dev: int) -> str | None:
+    """The type of the kernel file system device `dev` is a mount of (KERNEL_FS), or None.
+    Found by the device number in /proc/self/mountinfo, so a link or a bind mount of
+    /proc elsewhere is seen through."""
+    wanted = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) > 2 and parts[2] == wanted and rest.split()[:1]:
+            fstype = rest.split()[0]
+            if fstype in KERNEL_FS:
+                return f"{fstype} ({parts[4]})"
+    return None
 
 
 def _size(n: int) -> str:

@@ -230,7 +230,7 @@ def measure(*, target: str, workload: WorkloadSpec, kind: WorkloadKind, params: 
                          annotations=annotations)
     outputs = collect_outputs(inv, done)
     if faults is not None:
-        annotations["faults"] = recorded(faults)
+        annotations["faults"] = recorded(faults, done.started)
     if cut is not None:
         return _cut_result(target, workload, kind, params, repetition, warmup, ctx, done,
                            outputs, annotations, cut)

@@ -312,10 +312,14 @@ def _shown(done: Sequence[Done]) -> list[dict[str, Any]]:
     return [d.as_dict() for d in done]
 
 
-def recorded(run: FaultRun) -> dict[str, Any]:
-    """What the run's annotations keep: events, and samples (rebuild progress)."""
-    return {"events": run.events, "samples": run.samples,
-            "zero_after_s": round(run.waited_s, 3)}
+def recorded(run: FaultRun, process_started: float | None = None) -> dict[str, Any]:
+    """What the run's annotations keep: events, samples (rebuild progress) and how long
+    after the measured process's start (`process_started`, wall clock) the schedule's
+    zero came. The run is entered before the process starts, so a zero counted from
+    the entry (the fallback when the process never started) is later than that by the
+    steps in between: 8 ms on a busy host, enough to break a bound on fio's offset."""
+    zero = run.waited_s if process_started is None else run.zero_wall - process_started
+    return {"events": run.events, "samples": run.samples, "zero_after_s": round(zero, 3)}
 
 
 def bind(faults: Sequence[FaultSpec], targets: Sequence[TargetSpec], run_on: set[str],

@@ -77,8 +77,20 @@ def _program(ctx: RunContext, name: str) -> str:
     return str(Path(bindir) / name) if bindir else name
 
 
-def _psql(ctx: RunContext, db: str) -> list[str]:
-    return [_program(ctx, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", *_conn(ctx), "-d", db]
+def _psql(ctx: RunContext, db: str, *, bench: bool = False) -> list[str]:
+    """psql as the superuser, which connects only to `postgres`; or, with `bench`, as the
+    benchmark role, which may connect to the databases it owns.
+
+    Why the superuser never enters a benchmark database: the role owns everything in it
+    and the scripts ran there as it. A TRUNCATE trigger it made, a view, or a function
+    put before pg_catalog (ALTER DATABASE … SET search_path, which an owner may do) runs
+    as whoever runs the statement: as the superuser, `COPY … TO PROGRAM` ran as postgres
+    (issue 34's audit). CHECKPOINT and pg_database_size() need no session in the database;
+    VACUUM, TRUNCATE and counting rows are the owner's to do."""
+    if db != "postgres" and not bench:
+        raise ValueError(f"volbench's superuser statements run in postgres, not {db}")
+    return [_program(ctx, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
+            *_conn(ctx, bench=bench), "-d", db]
 
 
 def _init_args(spec: PgbenchSpec, params: Params) -> list[str]:
@@ -162,8 +174,9 @@ def setup(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
         steps.append(_sandboxed([_program(ctx, "pgbench"), *_conn(ctx, bench=True),
                                  *_init_args(spec, params), db], ctx, _init_timeout(params)))
         steps.append(Invocation(
-            (*_psql(ctx, db), "-At", "-c", "CHECKPOINT",
-             "-c", "SELECT pg_database_size(current_database())", "-o", str(_size_file(ctx, db))),
+            (*_psql(ctx, "postgres"), "-At", "-c", "CHECKPOINT",
+             "-c", f"SELECT pg_catalog.pg_database_size('{db}')", "-o",
+             str(_size_file(ctx, db))),
             timeout=_init_timeout(params), throttled=False))
     return steps
 
@@ -227,11 +240,13 @@ def _from_hosts(spec: PgbenchSpec, params: Params, ctx: RunContext) -> Invocatio
     sql = ["VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history"]
     if "vacuum-all" in given:
         sql.append("VACUUM pgbench_accounts")
-    prepare = [] if no_vacuum else [[*_psql(ctx, db), *(a for q in sql for a in ("-c", q))]]
+    prepare = [] if no_vacuum else [[*_psql(ctx, db, bench=True),
+                                     *(a for q in sql for a in ("-c", q))]]
     count = None
     if not no_vacuum and params["script"] in pgbench_hosts.HISTORY_SCRIPTS \
             and not given & {"builtin", "file", "select-only"}:
-        count = [*_psql(ctx, db), "-At", "-c", "SELECT count(*) FROM pgbench_history"]
+        count = [*_psql(ctx, db, bench=True), "-At", "-c",
+                 "SELECT count(*) FROM pgbench_history"]
     if pgbench_hosts.CLIENTS not in ctx.service:  # `volbench plan`: what each host runs
         return command(client, params, replace(ctx, service={**ctx.service,
                                                               "host": "<server-address>"}))
@@ -246,7 +261,7 @@ def after(spec: PgbenchSpec, params: Params, ctx: RunContext) -> list[Invocation
     run does not pay for this one's dirty buffers."""
     if not spec.checkpoint:
         return []
-    return [Invocation((*_psql(ctx, database(spec, params)), "-c", "CHECKPOINT"),
+    return [Invocation((*_psql(ctx, "postgres"), "-c", "CHECKPOINT"),
                        timeout=1800, throttled=False)]
 
 
