@@ -15,7 +15,7 @@ Steps (in this order; each writes into the shared folder):
   test file's EXPERIMENT (its `lab:` section names its own disks and classes; the boot
   carries all of them and the run records its own section): NAME.db and NAME-report.md;
 - `faultkill`: test_fault_kills_lab.py's GUEST_SCRIPT (volbench killed during each kind of
-  fault, then `volbench cleanup`): kills.json;
+  fault, a power cut among them, then `volbench cleanup`): kills.json;
 - `powercut`: test_powercut_lab.py's GUEST_SCRIPT (the power-cut ground truth: every
   stack of its EXPERIMENT built on wrapped lab disks, CUTS cuts of all of them at once,
   each recovered and counted; tests/lab/powertruth.py): powercut.json.
