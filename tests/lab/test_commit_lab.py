@@ -32,9 +32,14 @@ Asserted, with that spread as the tolerance's basis:
   median ratio of the sync's mean at least 10; the commit's headline mean at least
   1.1× the write-through one's (its point ratio, lowest measured 1.35×: the write they
   share narrows the gap; the commits' p99 is not asserted, see the test);
-- lvm12 vs wb: the paired median of the mean sync latency between 1.2× (the extra
-  flushes must cost; lowest median measured 1.56) and 6× (half the fan-out: they
-  overlap).
+- lvm12 vs wb: the paired median of the sync's median latency (its p50) between 1.2×
+  (the extra flushes must cost) and 6× (half the fan-out: they overlap). Measured: on a
+  quiet host (CI boot of 2026-11-28) rounds 1.56-1.97, median 1.90; beside
+  `stress-ng --cpu 2 --cpu-method matrixprod` (load 3.7) rounds 2.28-2.53, median 2.36.
+  It was the mean until a hog run of the whole test command (2026-11-28, load 4.9) read
+  a median of 1.13 (rounds 0.83-1.74) where quiet boots read 1.46-2.03: a slice the hog
+  preempts gets a few long syncs, which move its mean, not its median (in the hog boot
+  above the mean's rounds spread 1.69-2.54, the median's 2.28-2.53).
 
 What the step adds to the shared boot: 126-185 s at load 9-11 (the boot's VM 228-297 s
 with this step alone), and 14 disks (31 to 45). It was 237-336 s with 25 disks, 5 rounds
@@ -177,7 +182,10 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
 @pytest.mark.slow
 def test_lvm_over_many_disks_waits_for_its_fanned_out_flushes(commit_db: Path) -> None:
     runs = _runs(commit_db)
-    ratios = paired(runs, LVM, "wb", "lat_mean")
+    # The sync's median, not its mean: a CPU hog that preempts the VM for a few ms in one
+    # slice moves that slice's mean, not its median (measured below and in the docstring).
+    ratios = paired(runs, LVM, "wb", "lat_p50")
+    print("mean rounds", paired(runs, LVM, "wb", "lat_mean"))
     # Paired: each round's LVM and one-disk runs seconds apart.
-    within(f"commit lab: {LVM} over wb mean sync latency, paired median",
+    within(f"commit lab: {LVM} over wb median sync latency, paired median",
            statistics.median(ratios), low=1.2, high=FANOUT / 2, reference=f"rounds {ratios}")

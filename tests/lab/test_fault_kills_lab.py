@@ -127,13 +127,14 @@ TRIALS: list[Trial] = [
         "randread"), "ks1"),
     Trial("md-again", "fault-md-member", MD),
     # Last, so the others' seeded kill moments stay as they were. ext4 (xfs wants 300M),
-    # one cut 1 s in, no read-only checks: the kill comes long before the recovery.
+    # one cut 1 s in, no read-only checks: the kill comes before the recovery.
     Trial("power-cut", "powercut-cycle", _experiment(
         "cut", f"{{name: kc, type: disk, device: {BY_ID}{CUT_DISK}, fs: ext4}}",
         "{at: 1s, action: power-cut, fsck: 0}", size="16M"),
-        # 0-1 s after the cut: one ext4 stack's take-down may end within seconds, and
-        # the restore after it ends the cut's state (its cycle entry forgotten).
-        cut=powercut.top_name(CUT_DISK), window=1.0),
+        # 0-0.5 s after the cut: the ext4 stack's take-down and the restore after it
+        # may begin within half a second (check_cut), and the restore ends the cut's
+        # state (its cycle entry forgotten).
+        cut=powercut.top_name(CUT_DISK), window=0.5),
 ]
 
 # Runs in the shared boot's step process (volbench imported already): argv OUTDIR SEED.
@@ -347,12 +348,23 @@ def check(trials: list[dict[str, Any]]) -> None:
 
 
 def check_cut(t: dict[str, Any]) -> None:
-    """The power cut was in effect at the kill (the wrapper's table `error`, every device
-    of the lying disk's cycle there), and none of those devices is left."""
+    """The power cut was in effect at the kill (the wrapper's table `error`, the cycle
+    journalled, its base and log there), and none of the cut's devices is left.
+
+    The liar's two devices (`-lie`, `-lw`) are there unless the kill landed in the
+    restore, which removes them first and the base last: beside a CPU hog (2026-11-28,
+    load 3.7) the ext4 stack came down and the restore began within 0.53 s of the cut,
+    and the kill found the base and the log without them. Either moment is a kill
+    inside the cut; both must leave nothing."""
     top = powercut.top_name(CUT_DISK)
-    made = {top, f"{top}-log", f"{top}-lie", f"{top}-lw", f"{top}-base"}
+    cycle = {top, f"{top}-log", f"{top}-base"}
+    liar = {f"{top}-lie", f"{top}-lw"}
+    at_kill = {n for n in t["dm_at_kill"] if n}  # a device being removed reads ""
     assert t["cut_s"] is not None and t["cut_at_kill"], t
-    assert made <= set(t["dm_at_kill"]), t["dm_at_kill"]
+    assert "powercut-cycle" in t["journalled_at_kill"], t["journalled_at_kill"]
+    assert cycle <= at_kill <= cycle | liar, t["dm_at_kill"]
+    print("power cut killed", "with the liar's devices" if liar <= at_kill
+          else "in the restore (the liar's devices gone)")
     assert not any(n.startswith(powercut.PREFIX) for n in t["before"]["dm"]), t["before"]
     assert not any(n.startswith(powercut.PREFIX) for n in t["after"]["dm"]), t["after"]
 
