@@ -89,8 +89,8 @@ def undecided_note(c: Comparison, noise: Noise | None) -> str:
     target dir 3 %): decide with more runs, longer runs, less other load on the machine,
     or a wider threshold (±45 % would read these runs as no difference)" for a verdict
     that no promised number of runs would decide: more than the maximum, or a spread
-    too uncertain to promise one (stats.power)."""
-    if c.verdict is not Verdict.INCONCLUSIVE or not c.runs_needed_capped or c.ratio_ci is None:
+    too uncertain to promise one (stats.power), or other work on the machine during a run."""
+    if c.verdict is not Verdict.INCONCLUSIVE or c.promises_runs or c.ratio_ci is None:
         return ""
     text = "; " + ruled_out_text(c)
     cv = None if noise is None else noise.cv
@@ -99,7 +99,9 @@ def undecided_note(c: Comparison, noise: Noise | None) -> str:
         if noise.quietest_cv is not None and noise.quietest_cv < cv / 2:
             text += f" (quietest target {noise.quietest_target} {noise.quietest_cv * 100:.1f} %)"
     ways = "longer runs, less other load on the machine, or a wider threshold"
-    if c.runs_needed_low is not None:  # more runs would tell how noisy the runs are
+    if c.had_company and not c.beyond_cap:  # more runs show the slow ones
+        ways = "more runs (they show how often the other work slows them), " + ways
+    elif c.runs_needed_low is not None:  # more runs would tell how noisy the runs are
         ways = "more runs (they pin the spread down), " + ways
     wider = deciding_threshold(c)
     if wider is not None and wider > c.threshold:

@@ -84,7 +84,7 @@ def verdict_words(row: VerdictRow) -> str:
         if ci is None:
             return "not decided: too few runs for an interval"
         text = f"not decided: between {_pct(ci.low)} and {_pct(ci.high)}"
-        more = None if c.runs_needed is None or c.runs_needed_capped else \
+        more = None if c.runs_needed is None or not c.promises_runs else \
             max(1, c.runs_needed - min(c.n_candidate, c.n_baseline))
         if more is not None and more <= MAX_RUNS_ADVICE:
             text += f"; ~{more} more run{'s' if more > 1 else ''} each would decide"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from volbench.core import metricinfo as metrics
 from volbench.core.model import Params, RunResult, Status, canonical_json, params_key
+from volbench.report.noise import had_company
 from volbench.stats import (
     Drift,
     Summary,
@@ -48,6 +49,10 @@ class CaseSummary:
     # Indices into `values` flagged by the MAD rule (cut-off by n), with their scores.
     outliers: tuple[tuple[int, float], ...] = ()
     drift: Drift | None = None
+    # (runs during which other work shared the machine, runs with an activity record):
+    # a verdict promises no number of runs where any had company (stats.Comparison).
+    # None: no run has a record (older databases, figures derived from other cases).
+    company: tuple[int, int] | None = None
 
     @property
     def key(self) -> CaseKey:
@@ -105,10 +110,15 @@ def summarize_runs(
                 (run.started, run.repetition, index, float(m.value), m.unit, m.tags)
             )
     out: list[CaseSummary] = []
+    crowded: dict[int, bool | None] = {}  # per run, not per run × metric
     for key, items in groups.items():
         items.sort(key=lambda item: (item[0], item[1], item[2]))
         values = tuple(item[3] for item in items)
         first_run = runs[items[0][2]]
+        indices = tuple(item[2] for item in items)
+        for i in indices:
+            if i not in crowded:
+                crowded[i] = had_company(runs[i])
         out.append(
             _case(
                 first_run,
@@ -117,10 +127,16 @@ def summarize_runs(
                 items[0][5],
                 values,
                 tuple(item[1] for item in items),
-                tuple(item[2] for item in items),
+                indices,
+                _company([crowded[i] for i in indices]),
             )
         )
     return out
+
+
+def _company(flags: Sequence[bool | None]) -> tuple[int, int] | None:
+    known = [f for f in flags if f is not None]
+    return (sum(known), len(known)) if known else None
 
 
 def _case(
@@ -131,6 +147,7 @@ def _case(
     values: tuple[float, ...],
     reps: tuple[int, ...],
     indices: tuple[int, ...],
+    company: tuple[int, int] | None = None,
 ) -> CaseSummary:
     outliers: tuple[tuple[int, float], ...] = ()
     trend = None
@@ -154,4 +171,5 @@ def _case(
         indices,
         outliers,
         trend,
+        company,
     )

@@ -39,6 +39,12 @@ def busy(record: Mapping[str, Any]) -> bool:
     return _number(record, "other_cpus") >= BUSY_CPUS or load > cpus
 
 
+def had_company(run: RunResult) -> bool | None:
+    """Did other work share the machine during `run`? None when it has no record."""
+    found = _activity(run)
+    return None if found is None else busy(found)
+
+
 def _runs_text(reps: Sequence[int]) -> str:
     if len(reps) == 1:
         return f"run {reps[0]}"

@@ -149,8 +149,19 @@ def compare_pair(
         )
     except StatisticsInputError as exc:
         return VerdictRow(candidate, baseline, threshold, None, str(exc))
+    result = replace(result, shared_runs=shared_runs(candidate, baseline))
     means = mean_ratio(candidate.values, baseline.values) if result.scale == "log" else None
     return VerdictRow(candidate, baseline, threshold, result, means=means)
+
+
+def shared_runs(candidate: CaseSummary, baseline: CaseSummary) -> tuple[int, int] | None:
+    """Both sides' (runs with company, runs with an activity record), or None when no run
+    of either side has a record: an undecided verdict then promises no number of runs
+    where other work shared the machine (stats.Comparison.promises_runs)."""
+    known = [s.company for s in (candidate, baseline) if s.company is not None]
+    if not known:
+        return None
+    return sum(k[0] for k in known), sum(k[1] for k in known)
 
 
 def compare_sets(

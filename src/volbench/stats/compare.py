@@ -105,11 +105,37 @@ class Comparison:
     look: int | None = None
     looks: int | None = None
     nominal_alpha: float | None = None
+    # (runs during which other work shared the machine, runs with an activity record), of
+    # both sides together; set by the report layer, which reads the records (stats sees
+    # only the values). None: not known (no records, or a hand-built comparison).
+    shared_runs: tuple[int, int] | None = None
 
     @property
     def change_pct(self) -> float:
         """Signed relative change of the candidate, in percent ((ratio - 1) · 100)."""
         return (self.ratio - 1.0) * 100.0
+
+    @property
+    def had_company(self) -> bool:
+        """True when other work shared the machine during at least one of the runs."""
+        return self.shared_runs is not None and self.shared_runs[0] > 0
+
+    @property
+    def beyond_cap(self) -> bool:
+        """True when not even the observed spread would decide within the cap ("more
+        than 1000 runs per side needed": true on a busy host too, where a slow mode not
+        yet seen only adds spread)."""
+        return self.runs_needed_capped and self.runs_needed_low is None
+
+    @property
+    def promises_runs(self) -> bool:
+        """True when an INCONCLUSIVE verdict states how many runs would decide: the
+        spread's bound is within the cap and no run had company. On a busy host a slow
+        run is a second mode the first runs often do not show (20 % of runs slowed to
+        40-90 %: a number printed from quiet-looking runs decided 0-17 % of the time,
+        docs/statistics.md), and no bound from the runs alone covers it."""
+        return (self.verdict is Verdict.INCONCLUSIVE and self.runs_needed is not None
+                and not self.runs_needed_capped and not self.had_company)
 
 
 @dataclass(frozen=True)
@@ -342,8 +368,10 @@ def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
 
     EQUIVALENT reads "no difference beyond ±2 %"; INCONCLUSIVE says how many more runs
     would decide ("inconclusive — about 7 more runs needed (10 per side)"), at the
-    spread's upper 99.9 % bound (stats.power), or that no number can be promised. The
-    number at the observed spread (`runs_needed_low`) is no promise and is not printed.
+    spread's upper 99.9 % bound (stats.power), or that no number can be promised: the
+    bound would not decide within the cap, or other work shared the machine during a run
+    (`shared_runs`). The number at the observed spread (`runs_needed_low`) is no promise
+    and is not printed.
     """
     c = comparison
     label = metric_label.strip()
@@ -352,14 +380,21 @@ def verdict_text(comparison: Comparison, metric_label: str = "") -> str:
         return f"{prefix}no difference beyond ±{c.threshold * 100:g} %"
     if c.verdict is Verdict.INCONCLUSIVE:
         runs = c.runs_needed if c.runs_needed is not None else MIN_RUNS
-        if c.runs_needed_capped and c.runs_needed_low is not None:
+        if c.beyond_cap:
+            return f"{prefix}inconclusive — more than {runs} runs per side needed"
+        if c.had_company and c.shared_runs is not None:
+            busy, recorded = c.shared_runs
+            during = f"all {recorded} runs" if busy == recorded else \
+                f"{busy} of {recorded} runs"
+            return (f"{prefix}inconclusive — no number of runs can be promised: other work "
+                    f"shared the machine during {during}, and a slow run it causes may not "
+                    "have shown yet")
+        if c.runs_needed_capped:
             # The observed spread would decide within the cap, its upper bound would not:
             # a number printed here is one the first runs' quiet look made (issue 32).
             return (f"{prefix}inconclusive — no number of runs can be promised from "
                     f"{min(c.n_candidate, c.n_baseline)} per side: their spread is too "
                     "uncertain")
-        if c.runs_needed_capped:
-            return f"{prefix}inconclusive — more than {runs} runs per side needed"
         more = max(1, runs - min(c.n_candidate, c.n_baseline))
         plural = "run" if more == 1 else "runs"
         return f"{prefix}inconclusive — about {more} more {plural} needed ({runs} per side)"
