@@ -12,7 +12,7 @@ and docs/statistics.md):
     .venv/bin/python bench/claims.py --steady   [--trials 2000]  # steady: {within: run}
     .venv/bin/python bench/claims.py --steady-hard [--trials 2000]  # t3, a busy host
     .venv/bin/python bench/claims.py --promise  [--trials 2000]  # "N more runs", cap 1000
-    .venv/bin/python bench/claims.py --promise-hard [--trials 2000]  # t3, a busy host
+    .venv/bin/python bench/claims.py --promise-hard [--trials 2000]  # t3, busy: old/new
     .venv/bin/python bench/claims.py --intervals                 # the issue's examples
     .venv/bin/python bench/claims.py --cli      [--cases 200]    # imported pgbench -P 1 runs
 
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from busysim import MODELS, promise_trials  # bench/, beside this script
 from volbench.core.model import Metric, Parsed, RunResult, Series, Status
 from volbench.report import timeline
 from volbench.stats import compare, decide, power
@@ -293,17 +294,38 @@ def promise_table(trials: int) -> None:
 
 
 def promise_hard_table(trials: int) -> None:
-    """The number on run-to-run noise that is not lognormal: new method only."""
+    """The number on run-to-run noise that is not lognormal. t3: the method without the
+    activity records; busy: the same series with the records (bench/busysim.py), old
+    (records not read) beside new (no number where a run had company), for a busy host
+    that shows in every run's record and for company only in the slowed runs."""
     print(f"| runs | CV | true ratio | from | printed, kept |  ({trials} experiments a cell)")
     print("|---|---|---|---|---|")
-    for kind, cvs in (("t3", (0.05, 0.10)), ("busy", (0.02, 0.05))):
-        for cv in cvs:
-            for ratio in (1.0, 1.05):
-                for start in (3, 5, 10):
-                    u, p, k = promise_cell(cv, ratio, start, trials,
-                                           37_000 + int(cv * 100) * 10 + start, kind)
-                    print(f"| {kind} | {cv:.0%} | {ratio:g} | {start} | {p} of {u} "
-                          f"undecided, kept {wilson(k, p)} |", flush=True)
+    for cv in (0.05, 0.10):
+        for ratio in (1.0, 1.05):
+            for start in (3, 5, 10):
+                u, p, k = promise_cell(cv, ratio, start, trials,
+                                       37_000 + int(cv * 100) * 10 + start, "t3")
+                print(f"| t3 | {cv:.0%} | {ratio:g} | {start} | {p} of {u} "
+                      f"undecided, kept {wilson(k, p)} |", flush=True)
+    print()
+    print(f"| busy host | CV | true ratio | from | undecided | old (records not read): "
+          f"printed, kept | new, company in every run | new, company in the slowed runs "
+          f"only |  ({trials} experiments a cell)")
+    print("|---|---|---|---|---|---|---|---|")
+    for cv in (0.02, 0.05):
+        for ratio in (1.0, 1.05):
+            for start in (3, 5, 10):
+                seed = 37_000 + int(cv * 100) * 10 + start
+                every, slowed = (promise_trials(seed=seed, trials=trials, cv=cv, ratio=ratio,
+                                                start=start, model=model)
+                                 for model in MODELS)
+                assert (every.old_printed, every.old_kept) == (slowed.old_printed,
+                                                               slowed.old_kept)
+                print(f"| busy | {cv:.0%} | {ratio:g} | {start} | {every.undecided} | "
+                      f"{every.old_printed}, kept {wilson(every.old_kept, every.old_printed)}"
+                      f" | {every.new_printed}, kept "
+                      f"{wilson(every.new_kept, every.new_printed)} | {slowed.new_printed}, "
+                      f"kept {wilson(slowed.new_kept, slowed.new_printed)} |", flush=True)
 
 
 # -- intervals of non-negative quantities -----------------------------------------------------
