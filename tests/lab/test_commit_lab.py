@@ -7,9 +7,10 @@ each, so every comparison is between slices a few seconds apart (a paired, same-
 design: the host's load moves all three alike), and the assertions are on ratios of
 paired runs' medians.
 
-- `wt`: xfs on a lab disk of the default write-through class (500 IOPS, 50 MiB/s): the
-  guest sends no flush at all, an fdatasync of an overwrite costs the guest's CPU only;
-- `wb`: xfs on the same class with `write_cache: write-back`: every fdatasync ends in one
+- `wt`: xfs on a lab disk of a write-through class (5000 IOPS, 200 MiB/s: the write costs
+  the guest's CPU, not a cap's slice): the guest sends no flush at all, an fdatasync of
+  an overwrite costs the guest's CPU only;
+- `wb`: xfs on the same caps with `write_cache: write-back`: every fdatasync ends in one
   flush, which QEMU turns into an fdatasync of the disk's image file on the host;
 - `lvm12`: LVM linear over 12 disks of that write-back class: device-mapper sends each
   flush to every disk, 12 flushes per fdatasync.
@@ -29,9 +30,9 @@ Asserted, with that spread as the tolerance's basis:
 - flushes per sync: wt 0, wb 0.99-1.05, lvm12 0.99-1.05 × 12 (counts, not speed);
 - wb vs wt: the report's comparisons of the sync call's p99 and mean are "slower" with
   their whole 95 % interval at least 2×, and say so in the details table; the paired
-  median ratio of the sync's mean at least 10; the commit's headline mean at least
-  1.1× the write-through one's (its point ratio, lowest measured 1.35×: the write they
-  share narrows the gap; the commits' p99 is not asserted, see the test);
+  median ratio of the sync's mean at least 10; the commit's headline mean "slower" with
+  its 95 % interval's low end at least 1.3× (measured 1.92 quiet, 2.37 beside a CPU hog;
+  the commits' p99 is not asserted, see the test);
 - lvm12 vs wb: the paired median of the sync's median latency (its p50) between 1.2×
   (the extra flushes must cost) and 6× (half the fan-out: they overlap). Measured: on a
   quiet host (CI boot of 2026-11-28) rounds 1.56-1.97, median 1.90; beside
@@ -75,9 +76,10 @@ EXPERIMENT = f"""
 name: lab-commit
 lab:
   classes:
-    commit-wb: {{iops: 500, bps: 50M, write_cache: write-back}}
+    commit-wt: {{iops: 5000, bps: 200M}}
+    commit-wb: {{iops: 5000, bps: 200M, write_cache: write-back}}
   disks:
-    - {{name: cmt, size: 512M, class: standard}}
+    - {{name: cmt, size: 512M, class: commit-wt}}
     - {{name: cmb, size: 512M, class: commit-wb}}
     - {{name: cml, count: {FANOUT}, size: 64M, class: commit-wb}}
 targets:
@@ -160,17 +162,20 @@ def test_write_through_syncs_far_faster_and_the_verdict_says_so(commit_db: Path)
         assert c.ratio_ci is not None, rows[metric]
         within(f"commit lab: wb over wt sync {metric}, 95 % interval's low end",
                c.ratio_ci.low, low=2, reference=f"ratio {c.ratio:.3g}")
-    # A committer waits for its write too (~2 ms at the disk's cap), so the headline mean
-    # differs by the sync's extra, which is the host disk's flush: at load 9-11 that was
-    # 1.35-2.07x wt's commit, on a quiet host (2026-11-28, load ~2) 0.998x: the flush's tens
-    # of microseconds vanish in the write's 2 ms. So only "never faster" is asserted.
-    # The commits' p99 is not: wt runs at its 500 IOPS cap, where QEMU's throttle holds
-    # writes back in slices, and that tail (18 ms at load 11) matched wb's sync tail
-    # (16 ms) in one boot.
+    # The headline: what a committer waits for (its write and its sync), decided "slower"
+    # with its interval. The disks are capped at 5000 IOPS (the emulated CPU's limit is
+    # near 10k), so the write costs the guest's CPU (~0.5 ms) and the host's flush shows
+    # beside it: 2.08x [1.92, 2.25] quiet (load 1.0), 3.57x [2.37, 5.37] beside
+    # `stress-ng --cpu 2` (load 3.2), 2026-11-29. Under the standard class's 500 IOPS the
+    # write's 2 ms hid the flush (1.35-2.07x at load 9-11, 0.998x quiet: not decided).
     c = rows["commit_lat_mean"].comparison
     # Paired: wb and wt committed in the same rounds; a ratio, not a time.
     assert rows["commit_lat_mean"].is_verdict and c is not None, rows["commit_lat_mean"]
-    within("commit lab: wb over wt commit_lat_mean", c.ratio, low=0.97)
+    assert c.verdict is Verdict.WORSE and c.ratio_ci is not None, rows["commit_lat_mean"]
+    within("commit lab: wb over wt commit_lat_mean, 95 % interval's low end", c.ratio_ci.low,
+           low=1.3, reference=f"ratio {c.ratio:.3g}")
+    # The commits' p99 is not asserted: wt's tail is its write's (the throttle's slices
+    # at the cap), which matched wb's sync tail in one boot at 500 IOPS.
     assert rows["commit_lat_p99"].is_verdict, rows["commit_lat_p99"]
     table = report.render(built, "table", ReportOptions(details=True))
     line = next(t for t in table.splitlines() if t.startswith("wb ") and " lat_mean " in t
