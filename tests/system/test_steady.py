@@ -189,10 +189,20 @@ def test_a_held_rate_reaches_steady_state_and_fio_stops_early(ramdir: Path, tmp_
     # its 1-s log (ramp 1 s, 3 s) that meets its slope criterion (5 %): one sample period
     # for its check, one for its sampling timer not being its log's. Quiet: ss_seconds
     # 4.9, that window ending at 4 s; a second the machine took away moves both.
-    steady = first_steady_second(run, ramp=1, window=3, slope=0.05)
+    # fio judges its own samples, not the log's seconds, so a window it found within 5 %
+    # can read a little over 5 % in the log: 376, 384, 416 op/s, 5.1 % (2026-11-29, load
+    # 3.5, fio stopped at 4 s with no 5 % window in its log). Only where the log has no
+    # 5 % window is the first one within 10 % the reference: an earlier or equal window,
+    # so the bound from above is never looser than the 5 % one would be.
+    slope = 0.05
+    steady = first_steady_second(run, ramp=1, window=3, slope=slope, required=False)
+    if steady is None:
+        slope = 0.10
+        steady = first_steady_second(run, ramp=1, window=3, slope=slope)
+    assert steady is not None
     within("held rate: ss_seconds", got["ss_seconds"], 3.999, steady + 2.0,
-           reference=f"the run's log: the first window of 3 seconds with slope <= 5 % "
-                     f"ends at {steady} s")
+           reference=f"the run's log: the first window of 3 seconds with slope <= "
+                     f"{slope:.0%} ends at {steady} s")
     # fio stopped early as seen from outside: the process ended before the 20 s runtime
     # was up on fio's own clock (its zero: its JSON's stamp less its runtime), which a
     # slow start-up does not move.
@@ -206,7 +216,8 @@ def test_a_held_rate_reaches_steady_state_and_fio_stops_early(ramdir: Path, tmp_
     assert {"fio_lat.1.log", "fio_clat_hist.1.log"} <= set(run.outputs)
 
 
-def first_steady_second(run: RunResult, ramp: int, window: int, slope: float) -> int:
+def first_steady_second(run: RunResult, ramp: int, window: int, slope: float,
+                        required: bool = True) -> int | None:
     """The end of the first `window` whole seconds of the run's IOPS log, after `ramp`,
     whose least-squares slope per second is within `slope` of their mean (fio's
     iops_slope criterion, on the log's seconds: a second without a line counts 0)."""
@@ -219,4 +230,6 @@ def first_steady_second(run: RunResult, ramp: int, window: int, slope: float) ->
         if mean > 0 and abs(statistics.linear_regression(
                 range(window), values).slope) <= slope * mean:
             return end
+    if not required:
+        return None
     raise AssertionError(f"no steady window in the log: {series.points}")
