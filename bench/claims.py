@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from busysim import MODELS, promise_trials  # bench/, beside this script
+from busysim import MODELS, busy_run, promise_trials  # bench/, beside this script
 from volbench.core.model import Metric, Parsed, RunResult, Series, Status
 from volbench.report import timeline
 from volbench.stats import compare, decide, power
@@ -241,9 +241,9 @@ def run_noise(rng: random.Random, sigma: float, kind: str) -> float:
     host, lognormal and 20 % of runs slowed to 40-90 % (bench/answer_coverage.py's)."""
     if kind == "t3":
         return math.exp(sigma * rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 2)))
-    factor = math.exp(rng.gauss(-sigma * sigma / 2, sigma))
-    return factor * rng.uniform(0.4, 0.9) if kind == "busy" and rng.random() < 0.2 \
-        else factor
+    if kind == "busy":
+        return busy_run(rng, sigma)[0]
+    return math.exp(rng.gauss(-sigma * sigma / 2, sigma))
 
 
 def promise_cell(cv: float, ratio: float, start: int, trials: int, seed: int,
