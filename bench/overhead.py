@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import pstats
 import sqlite3
@@ -68,9 +69,13 @@ def main() -> None:
         "repeat": args.repeat})
     db = work / "overhead.db"
     profile = work / "profile.out"
+    timed = work / "spans.jsonl"
     launched = time.time()
+    # Under cProfile there are no spans (the profile is the breakdown); otherwise the CLI
+    # runs through bench/spans.py, which times the method's own steps from inside.
     wall = volbench("run", str(exp), "--db", str(db), "--quiet",
-                    python=("-m", "cProfile", "-o", str(profile)) if args.profile else ())
+                    python=(("-m", "cProfile", "-o", str(profile)) if args.profile else
+                            (str(Path(__file__).with_name("spans.py")), str(timed))))
     with sqlite3.connect(db) as con:
         inside, runs = con.execute("SELECT SUM(ended - started), COUNT(*) FROM runs "
                                    "WHERE status = 'ok'").fetchone()
@@ -88,6 +93,8 @@ def main() -> None:
           f"environment, target builds and layouts {first - created:.1f} s, between runs "
           f"{last - first - inside:.1f} s, teardown {finished - last:.1f} s, report and exit "
           f"{launched + wall - finished:.1f} s")
+    if timed.exists():
+        method(timed, outside, wall)
     gaps = [b[1] - a[2] for a, b in itertools.pairwise(spans)]
     if gaps:
         print(f"gap between two runs: median "
@@ -110,6 +117,24 @@ def main() -> None:
           "this 2-core machine")
     if args.profile:
         breakdown(profile, runs)
+
+
+def method(timed: Path, outside: float, wall: float) -> None:
+    """Split the time outside the measured runs into the method's steps (bench/spans.py)
+    and what is left: volbench's own (start-up, environment, the gaps, report, exit)."""
+    steps = [json.loads(line) for line in timed.read_text().splitlines()]
+    def total(what: str) -> float:
+        return sum(s["end"] - s["start"] for s in steps if s["what"] == what)
+    groups = [s for s in steps if s["what"] == "group"]
+    runs = [s for s in steps if s["what"] == "runs"]
+    teardown = sum(g["end"] - r["end"] for g, r in zip(groups, runs, strict=True))
+    build, layout = total("build"), total("layout")
+    own = outside - build - layout - teardown
+    print(f"the method's steps outside the runs: target builds {build:.2f} s, fio's data-file "
+          f"layouts {layout:.2f} s (a fio process), teardown {teardown:.2f} s; volbench's own "
+          f"time: {own:.2f} s = {own / wall * 100:.1f} % of the wall; outside any fio process "
+          f"(layouts counted as fio): {outside - layout:.2f} s = "
+          f"{(outside - layout) / wall * 100:.1f} %")
 
 
 def process_cost(trials: int = 40) -> None:
