@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import volbench
+from volbench.core.errors import CommandFailed
 from volbench.engine import kinds
 from volbench.system import journal
 
@@ -169,3 +170,72 @@ def test_cleanup_takes_its_first_steps_newest_first(tmp_path: Path,
     removed, errors = journal.cleanup(directory)
     assert errors == [] and len(removed) == 2
     assert order == ["first fault", "first procs", "fault", "procs"]
+
+
+def _dead_journal(directory: Path, *kinds: str) -> Path:
+    directory.mkdir(exist_ok=True)
+    path = directory / "x.jsonl"
+    lines = ['{"op": "owner", "pid": 999999999, "start": 1, "label": "x"}']
+    lines += [f'{{"op": "add", "id": {i}, "kind": "{k}", "data": {{}}}}'
+              for i, k in enumerate(kinds, 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cleanup_tries_a_failed_undo_again_after_the_rest(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault's undo that fails on what an earlier entry still holds (the lab's thin pool,
+    held by the target's volume after a kill inside lvcreate) is taken again once the
+    rest is undone; it then succeeds, nothing is reported and the journal goes."""
+    held = {"volume": True}
+    order: list[str] = []
+
+    def fault(_: Mapping[str, Any]) -> None:
+        order.append("fault")
+        if held["volume"]:
+            raise CommandFailed(["lvremove"], 5, "pool-tpool is used by another device")
+
+    def volume(_: Mapping[str, Any]) -> None:
+        order.append("volume")
+        held["volume"] = False
+
+    monkeypatch.setitem(journal.UNDO, "test-volume", volume)
+    monkeypatch.setitem(journal.UNDO, "test-fault", fault)
+    path = _dead_journal(tmp_path / "journals", "test-volume", "test-fault")
+    removed, errors = journal.cleanup(tmp_path / "journals")
+    assert errors == []
+    assert order == ["fault", "volume", "fault"]
+    assert sorted(r.split()[0] for r in removed) == ["test-fault", "test-volume"]
+    assert not path.exists()
+
+
+def test_cleanup_reports_an_undo_that_fails_twice_once_and_keeps_the_journal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: Mapping[str, Any]) -> None:
+        raise OSError("still busy")
+
+    monkeypatch.setitem(journal.UNDO, "test-broken", broken)
+    monkeypatch.setitem(journal.UNDO, "test-fine", lambda d: None)
+    path = _dead_journal(tmp_path / "journals", "test-fine", "test-broken")
+    removed, errors = journal.cleanup(tmp_path / "journals")
+    assert errors == ["test-broken : still busy"]
+    assert [r.split()[0] for r in removed] == ["test-fine"]
+    assert path.exists()  # kept for the next `volbench cleanup`
+
+
+def test_a_first_step_that_fails_counts_only_if_its_replay_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step is taken again in the replay (first_in_cleanup): a first try that
+    fails while the replay succeeds is no error, and the journal goes."""
+    tries: list[str] = []
+
+    def first(_: Mapping[str, Any]) -> None:
+        tries.append("first")
+        raise OSError("not yet")
+
+    monkeypatch.setitem(journal.FIRST, "test-fault", first)
+    monkeypatch.setitem(journal.UNDO, "test-fault", lambda d: tries.append("replay"))
+    path = _dead_journal(tmp_path / "journals", "test-fault")
+    removed, errors = journal.cleanup(tmp_path / "journals")
+    assert errors == [] and len(removed) == 1 and tries == ["first", "replay"]
+    assert not path.exists()

@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,26 +272,47 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
     removed: list[str] = []
     errors: list[str] = []
     for leftover in read_leftovers(directory):
-        failed = False
+        # A first step that fails is taken again in the replay; only the replay's
+        # outcome counts (a fault's undo may fail first and succeed once its processes
+        # have ended).
         for entry in reversed(leftover.entries):  # a fault before the processes it holds
             if entry.kind in FIRST:
-                try:
+                with suppress(Exception):
                     FIRST[entry.kind](entry.data)
-                except Exception as exc:
-                    errors.append(f"{entry.kind} {describe(entry)}: {exc}")
+        failed: list[tuple[Entry, Exception]] = []
         for entry in reversed(leftover.entries):
             undo = UNDO.get(entry.kind)
             if undo is None:
                 errors.append(f"{leftover.journal.name}: unknown resource kind {entry.kind}")
-                failed = True
+                failed.append((entry, KeyError(entry.kind)))
                 continue
             try:
                 undo(entry.data)
                 removed.append(f"{entry.kind} {describe(entry)}")
-            except Exception as exc:
-                errors.append(f"{entry.kind} {describe(entry)}: {exc}")
-                failed = True
-        if not failed:
+            except Exception as first:
+                failed.append((entry, first))
+        # Once more, after the rest: an undo can fail on what the entries journalled
+        # before it still held. Seen in the lab (2026-11-29): a run killed inside the
+        # lvcreate of a thin fault's filler left LVM refusing the filler's removal while
+        # the target's thin volume held the pool ("pool-tpool is used by another
+        # device"); the VG's removal after it took the filler, and the fault's undo,
+        # taken again, found the pool gone and had nothing left to do. Undos are
+        # idempotent (every one checks what is there), so a second try is safe.
+        kept = False
+        for entry, first_error in failed:
+            undo = UNDO.get(entry.kind)
+            if undo is None:
+                kept = True
+                continue
+            try:
+                undo(entry.data)
+                removed.append(f"{entry.kind} {describe(entry)}")
+            except Exception as again:
+                errors.append(f"{entry.kind} {describe(entry)}: {again}"
+                              + (f" (first try: {first_error})"
+                                 if str(first_error) != str(again) else ""))
+                kept = True
+        if not kept:
             leftover.journal.unlink(missing_ok=True)
     return removed, errors
 
