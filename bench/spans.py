@@ -1,5 +1,6 @@
 """Run volbench's CLI with the runner's untimed steps timed: `python bench/spans.py OUT
-ARGS...` is `volbench ARGS...`, and OUT gets one JSON line per step (what, start, end).
+-m volbench.cli.main ARGS...` is `volbench ARGS...` (the form bench/common.py's `volbench`
+calls), and OUT gets one JSON line per step (what, start, end).
 
 For bench/overhead.py: the time outside the measured runs is not all volbench's own.
 Three parts of it are the method's: building each target (mkfs, mount, throttle),
@@ -35,6 +36,9 @@ def _timed(what: str, fn: Callable[..., Any], out: list[dict[str, Any]]) -> Call
 
 def main() -> None:
     path, args = sys.argv[1], sys.argv[2:]
+    module = "volbench.cli.main"
+    if args[:1] == ["-m"]:
+        module, args = args[1], args[2:]
     spans: list[dict[str, Any]] = []
     session = runner.Session
     # A setup key is laid out once (fio's data file); later calls return the stored
@@ -45,7 +49,7 @@ def main() -> None:
     session._run_all = _timed("runs", session._run_all, spans)  # type: ignore[method-assign]
     sys.argv = ["volbench", *args]
     try:
-        runpy.run_module("volbench.cli.main", run_name="__main__")
+        runpy.run_module(module, run_name="__main__")
     finally:
         with open(path, "w", encoding="utf-8") as f:
             for span in spans:
