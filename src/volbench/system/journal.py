@@ -279,18 +279,19 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
             if entry.kind in FIRST:
                 with suppress(Exception):
                     FIRST[entry.kind](entry.data)
-        failed: list[tuple[Entry, Exception]] = []
+        failed: list[tuple[Entry, Undo, Exception]] = []
+        kept = False
         for entry in reversed(leftover.entries):
             undo = UNDO.get(entry.kind)
             if undo is None:
                 errors.append(f"{leftover.journal.name}: unknown resource kind {entry.kind}")
-                failed.append((entry, KeyError(entry.kind)))
+                kept = True
                 continue
             try:
                 undo(entry.data)
                 removed.append(f"{entry.kind} {describe(entry)}")
             except Exception as first:
-                failed.append((entry, first))
+                failed.append((entry, undo, first))
         # Once more, after the rest: an undo can fail on what the entries journalled
         # before it still held. Seen in the lab (2026-11-29): a run killed inside the
         # lvcreate of a thin fault's filler left LVM refusing the filler's removal while
@@ -298,12 +299,7 @@ def cleanup(directory: Path | None = None) -> tuple[list[str], list[str]]:
         # device"); the VG's removal after it took the filler, and the fault's undo,
         # taken again, found the pool gone and had nothing left to do. Undos are
         # idempotent (every one checks what is there), so a second try is safe.
-        kept = False
-        for entry, first_error in failed:
-            undo = UNDO.get(entry.kind)
-            if undo is None:
-                kept = True
-                continue
+        for entry, undo, first_error in failed:
             try:
                 undo(entry.data)
                 removed.append(f"{entry.kind} {describe(entry)}")
