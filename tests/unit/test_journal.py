@@ -239,3 +239,10 @@ def test_a_first_step_that_fails_counts_only_if_its_replay_fails(
     removed, errors = journal.cleanup(tmp_path / "journals")
     assert errors == [] and len(removed) == 1 and tries == ["first", "replay"]
     assert not path.exists()
+
+
+def test_cleanup_keeps_a_journal_with_a_kind_it_cannot_undo(tmp_path: Path) -> None:
+    path = _dead_journal(tmp_path / "journals", "test-no-such-kind")
+    removed, errors = journal.cleanup(tmp_path / "journals")
+    assert removed == [] and errors == ["x.jsonl: unknown resource kind test-no-such-kind"]
+    assert path.exists()
