@@ -19,6 +19,9 @@ and compares the guest's state with the state before the trial:
   table is `error`, the stack being taken down): no `vbcut-` device left (the wrapper,
   its log, and the cycle's log-writes, liar and base devices were there at the kill),
   so the lab disk and the log disk are held by nothing;
+- thin pool exhausted, killed inside the fault's fill (its fio writing the filler, seen
+  in the run's processes; no seeded wait): the fault's undo first finds the filler held
+  open, and cleanup takes it again after the rest (volbench.system.journal), exit 0;
 - every trial: the mounts, the lab disks' holders, the journals, no fio process left,
   and no process the killed run had started (the power cut's probe writer among them).
 
@@ -39,7 +42,7 @@ import pytest
 
 from bounds import within
 from volbench.config.lab import DEFAULT_CLASSES, LYING, DiskClass, LabDisk, LabSpec
-from volbench.faults import powercut
+from volbench.faults import powercut, thin
 
 MiB = 1024**2
 SEED = 23
@@ -96,6 +99,11 @@ MD = _experiment(
     f"speed_limit_max: 5000}}", "randread")
 
 
+THIN = _experiment(
+    "thin", f"{{name: kt, type: lvm, layout: thin, lv_size: 64M, devices: [{BY_ID}kt1], "
+            "fs: none}", "{at: 1s, action: exhaust, target: kt, for: 120s, error_if_no_space: 1}")
+
+
 class Trial(NamedTuple):
     name: str
     journal: str  # the fault's journal entry: the kill waits for it
@@ -106,6 +114,9 @@ class Trial(NamedTuple):
     cut: str | None = None
     # The kill comes a seeded 0-window s after the journal entry (after the cut, if any).
     window: float = WINDOW_S
+    # Or, with no wait, as soon as a process the run started has this in its command
+    # line (after the journal entry): a kill inside one of the fault's own commands.
+    during: str | None = None
 
 
 TRIALS: list[Trial] = [
@@ -117,10 +128,7 @@ TRIALS: list[Trial] = [
     Trial("dm-delay", "fault-dm-table", _experiment(
         "dm", f"{{name: kl, type: lvm, devices: [{BY_ID}kl1], fs: none}}",
         "{at: 1s, action: delay, target: kl, for: 120s, delay_ms: 50}", "randread")),
-    Trial("thin-full", "fault-thin-exhaust", _experiment(
-        "thin", f"{{name: kt, type: lvm, layout: thin, lv_size: 64M, "
-                f"devices: [{BY_ID}kt1], fs: none}}",
-        "{at: 1s, action: exhaust, target: kt, for: 120s, error_if_no_space: 1}")),
+    Trial("thin-full", "fault-thin-exhaust", THIN),
     Trial("disk-slow", "fault-labdisk", _experiment(
         "slow", f"{{name: ks, type: disk, device: {BY_ID}ks1, fs: none}}",
         f"{{at: 1s, action: slow, device: {BY_ID}ks1, for: 120s, percent: 10}}",
@@ -135,11 +143,17 @@ TRIALS: list[Trial] = [
         # may begin within half a second (check_cut), and the restore ends the cut's
         # state (its cycle entry forgotten).
         cut=powercut.top_name(CUT_DISK), window=0.5),
+    # The thin fault killed inside its own commands, with no wait: the filler's lvcreate,
+    # then the fill (fio writing the filler). fresh15 (2026-11-29) met the first by chance
+    # at a seeded 0.50 s, and cleanup left the fault's entry (now taken again after the
+    # rest of the journal); these trials meet each moment every time.
+    *(Trial(name, "fault-thin-exhaust", THIN, during=during) for name, during in
+      (("thin-in-lvcreate", f"-n {thin.FILLER}"), ("thin-in-fill", "--name=fill"))),
 ]
 
 # Runs in the shared boot's step process (volbench imported already): argv OUTDIR SEED.
 GUEST_SCRIPT = r"""
-import json, os, random, signal, sys, time
+import contextlib, io, json, os, random, signal, sys, time
 from pathlib import Path
 from volbench.cli import main as cli
 from volbench.system import proc
@@ -216,9 +230,17 @@ def cut_in_effect(name):
         return False
 
 
-def wait_for(pid, started, ready, what):
+def commands_of(pids):
+    return [(read(f"/proc/{p}/cmdline") or "").replace("\0", " ") for p in pids]
+
+
+def commands(root):
+    return commands_of(descendants(root))
+
+
+def wait_for(pid, started, ready, what, limit=300.0):
     # (seconds from `started` until ready(), None) or (None, why not): the run ended first.
-    while time.monotonic() - started < 300:
+    while time.monotonic() - started < limit:
         if ready():
             return time.monotonic() - started, None
         if os.waitpid(pid, os.WNOHANG)[0]:
@@ -276,30 +298,50 @@ for i, trial in enumerate(plan["trials"]):
     cut = None
     if trial["cut"] and ended is None:
         cut, ended = wait_for(pid, started, lambda: cut_in_effect(trial["cut"]), "cut")
-    wait = rng.uniform(0.0, trial["window"])
+    during = None
+    if trial["during"] and ended is None:
+        # Bounded: a fill that ends before it is seen fails the trial, not the step.
+        during, ended = wait_for(
+            pid, started, lambda: any(trial["during"] in c for c in commands(pid)),
+            "fault's command", limit=(fired or 0.0) + 120.0)
+    # A trial that kills inside a command draws nothing: the others' moments stay.
+    wait = 0.0 if trial["during"] else rng.uniform(0.0, trial["window"])
     time.sleep(wait)
+    at_kill = commands(pid)  # first: the command seen may be about to end
     kinds = journalled()
     started_procs, dm_at_kill = descendants(pid), dm_names()
     cut_at_kill = bool(trial["cut"]) and cut_in_effect(trial["cut"])
     if ended is None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    time.sleep(0.5)
+    # Inside a command: cleanup at once, the orphaned command still running beside it
+    # (the hardest moment for its undo); else half a second after the kill.
+    time.sleep(0.0 if trial["during"] else 0.5)
     left = journalled()
+    running = [c for p, c in zip(started_procs, commands_of(started_procs))
+               if trial["during"] and trial["during"] in c and p in still_running(started_procs)]
     t = time.monotonic()
+    said = io.StringIO()  # its "removed ..." lines, in the order it removed them
     try:
-        code = cli.main(["cleanup"])
+        with contextlib.redirect_stdout(said):
+            code = cli.main(["cleanup"])
     except SystemExit as exc:
         code = exc.code
     cleanup_s = time.monotonic() - t
+    print(said.getvalue(), end="", flush=True)
     time.sleep(1.0)
     after = snapshot(disks)
     result = {"name": trial["name"], "journal": trial["journal"], "fired_s": fired,
               "cut_s": cut, "cut_at_kill": cut_at_kill, "dm_at_kill": dm_at_kill,
-              "processes_at_kill": len(started_procs),
+              "processes_at_kill": len(started_procs), "during_s": during,
+              "during_at_cleanup": bool(running),
+              "during_at_kill": bool(trial["during"]) and
+              any(trial["during"] in c for c in at_kill),
               "processes_left": still_running(started_procs),
               "killed_after_s": wait, "ended": ended, "journalled_at_kill": kinds,
               "left_for_cleanup": left, "cleanup_code": code, "cleanup_s": cleanup_s,
+              "removed": [line.split()[1] for line in said.getvalue().splitlines()
+                          if line.startswith("removed ")],
               "before": before, "after": after}
     if trial["read_back"]:
         result["iops_after"] = read_iops(trial["read_back"])
@@ -337,6 +379,17 @@ def check(trials: list[dict[str, Any]]) -> None:
         assert t["after"]["fio"] == [], t["name"]  # the killed run's fio ended too
         assert t["after"]["journals"] == [], t["name"]
         assert t["processes_left"] == [], t["name"]  # nothing the killed run started
+    for t in trials:
+        if next(tr for tr in TRIALS if tr.name == t["name"]).during:
+            # Killed inside the fault's command: it was running when the kill came.
+            assert t["during_s"] is not None and t["during_at_kill"], t
+            # Whether the fault's undo needed its second try (after the VG: see
+            # journal.cleanup) is the moment's, not asserted: nothing left is.
+            order = t["removed"]
+            print(t["name"], "seen", t["during_s"], "s into the run; still running at "
+                  "cleanup:", t["during_at_cleanup"], "; fault undone",
+                  "after the VG (second try)"
+                  if order.index(t["journal"]) > order.index("lvm-vg") else "first")
     check_cut(next(t for t in trials if t["name"] == "power-cut"))
     slowed = next(t for t in trials if t["name"] == "disk-slow")
     # Not slowed any more: it reads more than twice the slowed cap of 40 (10 % of the
