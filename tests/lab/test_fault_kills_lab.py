@@ -302,7 +302,7 @@ for i, trial in enumerate(plan["trials"]):
         cut, ended = wait_for(pid, started, lambda: cut_in_effect(trial["cut"]), "cut")
     during = None
     if trial["during"] and ended is None:
-        # Bounded: a fill that ends before it is seen fails the trial, not the step.
+        # Bounded: a command that ends before it is seen fails the trial, not the step.
         during, ended = wait_for(
             pid, started, lambda: any(trial["during"] in c for c in commands(pid)),
             "fault's command", limit=(fired or 0.0) + 120.0)
@@ -320,8 +320,8 @@ for i, trial in enumerate(plan["trials"]):
     # (the hardest moment for its undo); else half a second after the kill.
     time.sleep(0.0 if trial["during"] else 0.5)
     left = journalled()
-    running = [c for p, c in zip(started_procs, commands_of(started_procs))
-               if trial["during"] and trial["during"] in c and p in still_running(started_procs)]
+    alive = still_running(started_procs) if trial["during"] else []
+    running = [c for c in commands_of(alive) if trial["during"] in c]
     t = time.monotonic()
     said = io.StringIO()  # its "removed ..." lines, in the order it removed them
     try:
